@@ -1,0 +1,19 @@
+"""hybridgpu: MXNet 1.x Gluon's hybrid programming model on NumPy (cpu) and CuPy (gpu).
+
+Use it in place of MXNet: ``import hybridgpu as mx``.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> (mx.nd.ones((2, 3), ctx=mx.cpu()) * 2).sum().asscalar()
+    12.0
+"""
+
+from . import base, context, ndarray, ops, random
+from .base import MXNetError
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+
+nd = ndarray
+
+__version__ = "0.1.0"
+__all__ = ["base", "context", "ndarray", "nd", "ops", "random", "MXNetError", "Context", "cpu",
+           "cpu_pinned", "gpu", "current_context", "num_gpus", "__version__"]

@@ -1,0 +1,224 @@
+"""Devices: ``mx.cpu(i)`` runs on NumPy, ``mx.gpu(i)`` on CuPy device ``i``.
+
+CuPy is imported only when a gpu context is first used, so the package imports on machines
+without it.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> mx.cpu(0), mx.gpu(1)
+    (cpu(0), gpu(1))
+    >>> with mx.cpu(1):
+    ...     mx.context.current_context()
+    cpu(1)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from .base import MXNetError
+
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
+
+_INSTALL_HINT = (
+    "install CuPy for your CUDA version: pip install 'hybridgpu[cuda12]' (cupy-cuda12x) or "
+    "pip install 'hybridgpu[cuda13]' (cupy-cuda13x)"
+)
+
+
+def _import_cupy():
+    """Return the cupy module, or raise MXNetError saying how to install it."""
+    try:
+        import cupy
+    except ImportError as err:
+        raise MXNetError(f"gpu contexts need CuPy, which is not installed ({err}); "
+                         f"{_INSTALL_HINT}") from err
+    return cupy
+
+
+class Context:
+    """A device: ``Context('cpu', 0)``, ``Context('gpu', 1)`` or a copy of another Context.
+
+    ``device_type`` is ``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'`` (the last two
+    are plain NumPy memory here). A Context is a ``with`` scope that sets the default context.
+
+    Example:
+        >>> ctx = Context('gpu', 0)
+        >>> ctx.device_type, ctx.device_id, ctx == gpu(0), str(ctx)
+        ('gpu', 0, True, 'gpu(0)')
+    """
+
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type = {name: code for code, name in devtype2str.items()}
+    _default = threading.local()
+    __slots__ = ("device_typeid", "device_id", "is_gpu", "_xp")
+
+    _interned: dict = {}
+
+    def __new__(cls, device_type, device_id=0):
+        # One object per device, so the dispatcher's identity check usually settles equality.
+        if isinstance(device_type, Context):
+            key = (device_type.device_typeid, device_type.device_id)
+        else:
+            key = (cls.devstr2type.get(device_type, device_type), device_id)
+        try:
+            return cls._interned[key]
+        except (KeyError, TypeError):
+            pass
+        self = super().__new__(cls)
+        self._init(device_type, device_id)
+        try:
+            cls._interned[key] = self
+        except TypeError:
+            pass
+        return self
+
+    def __init__(self, device_type, device_id=0):
+        """Set up in ``__new__`` (instances are interned)."""
+
+    def _init(self, device_type, device_id):
+        if isinstance(device_type, Context):
+            self.device_typeid, self.device_id = device_type.device_typeid, device_type.device_id
+        else:
+            if device_type not in self.devstr2type:
+                raise MXNetError(f"unknown device type {device_type!r}; expected one of "
+                                 f"{sorted(self.devstr2type)}")
+            if not isinstance(device_id, (int, np.integer)) or device_id < 0:
+                raise MXNetError(f"device id must be a non-negative int, got {device_id!r}")
+            self.device_typeid, self.device_id = self.devstr2type[device_type], int(device_id)
+        self.is_gpu = self.device_typeid == 2  # plain attribute: read on every op dispatch
+        self._xp = None if self.is_gpu else np
+
+    @property
+    def device_type(self):
+        """``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'``."""
+        return self.devtype2str[self.device_typeid]
+
+    @property
+    def xp(self):
+        """The array module for this context: ``numpy`` for cpu, ``cupy`` for gpu.
+
+        Raises MXNetError when CuPy is missing or the device does not exist.
+        """
+        if self._xp is None:
+            if self.is_gpu:
+                cupy = _import_cupy()
+                count = _gpu_count(cupy)
+                if self.device_id >= count:
+                    raise MXNetError(
+                        f"{self} is not available: CuPy sees {count} CUDA device(s)"
+                        + ("; is a CUDA driver installed and a GPU visible?" if count == 0 else ""))
+                self._xp = cupy
+            else:
+                self._xp = np
+        return self._xp
+
+    def scope(self):
+        """A ``with`` scope making this device current for CuPy (nothing to do on cpu)."""
+        if self.is_gpu:
+            return self.xp.cuda.Device(self.device_id)
+        return contextlib.nullcontext()
+
+    def empty_cache(self):
+        """Give CuPy's cached device memory back to the driver (no-op on cpu)."""
+        if self.is_gpu:
+            self.xp.get_default_memory_pool().free_all_blocks()
+
+    def __hash__(self):
+        return hash((self.device_typeid, self.device_id))
+
+    def __eq__(self, other):
+        return (isinstance(other, Context) and self.device_typeid == other.device_typeid
+                and self.device_id == other.device_id)
+
+    def __repr__(self):
+        return f"{self.device_type}({self.device_id})"
+
+    __str__ = __repr__
+
+    def __enter__(self):
+        _scope_stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _scope_stack().pop()
+
+    def __reduce__(self):
+        return (Context, (self.device_type, self.device_id))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _gpu_count(cupy):
+    try:
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no driver, no device: CuPy raises its own runtime errors
+        return 0
+
+
+_CPU0 = Context("cpu", 0)
+
+
+def cpu(device_id=0):
+    """The cpu context (NumPy). ``device_id`` is kept for MXNet compatibility.
+
+    Example:
+        >>> cpu()
+        cpu(0)
+    """
+    return Context("cpu", device_id)
+
+
+def cpu_pinned(device_id=0):
+    """The pinned-cpu context; plain NumPy memory in hybridgpu."""
+    return Context("cpu_pinned", device_id)
+
+
+def gpu(device_id=0):
+    """The context of CUDA device ``device_id`` (CuPy). Creating it never fails; using it does
+    when CuPy or the device is missing.
+
+    Example:
+        >>> gpu(1)
+        gpu(1)
+    """
+    return Context("gpu", device_id)
+
+
+def current_context():
+    """The default context of this thread: ``cpu(0)`` unless a ``with ctx:`` scope is active.
+
+    Example:
+        >>> current_context()
+        cpu(0)
+    """
+    stack = _scope_stack()
+    return stack[-1] if stack else _CPU0
+
+
+def _scope_stack():
+    stack = getattr(Context._default, "stack", None)
+    if stack is None:
+        stack = Context._default.stack = []
+    return stack
+
+
+def num_gpus():
+    """The number of CUDA devices CuPy sees; 0 without CuPy or a driver.
+
+    Example:
+        >>> num_gpus() >= 0
+        True
+    """
+    try:
+        import cupy
+    except ImportError:
+        return 0
+    return _gpu_count(cupy)

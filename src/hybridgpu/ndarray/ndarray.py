@@ -1,0 +1,364 @@
+"""``NDArray``: one NumPy (cpu) or CuPy (gpu) array plus its Context, with MXNet's behaviour.
+
+Operators dispatch to registry ops (``a + b`` is ``broadcast_add``, ``a + 1`` is
+``_plus_scalar``) through the one eager dispatch point, ``imperative.invoke``.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> mx.nd.ones((2, 3)) + 1
+    <BLANKLINE>
+    [[2. 2. 2.]
+     [2. 2. 2.]]
+    <NDArray 2x3 @cpu(0)>
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import ops
+from ..base import MXNetError
+from ..context import Context, current_context
+from ..ops.reshape_codes import target_shape
+from . import imperative
+from .imperative import invoke
+
+__all__ = ["NDArray", "to_device_array"]
+
+_NOATTR: dict = {}
+
+
+def to_device_array(data, src_ctx, dst_ctx, copy=True):
+    """Move a numpy/cupy array from ``src_ctx`` to ``dst_ctx`` (a copy unless ``copy=False``
+    and nothing needs to move)."""
+    if dst_ctx.is_gpu:
+        xp = dst_ctx.xp
+        with dst_ctx.scope():
+            if src_ctx is not None and src_ctx == dst_ctx and not copy:
+                return data
+            return xp.array(data, copy=True)
+    if src_ctx is not None and src_ctx.is_gpu:
+        return data.get()
+    return np.array(data, copy=True) if copy else np.asarray(data)
+
+
+def _scalar_attr(value):
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if not isinstance(value, numbers.Number):
+        return None
+    return {"scalar": value}
+
+
+class NDArray:
+    """An n-dimensional array on a device. Create one with ``nd.array``, ``nd.zeros``, ...
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> x = mx.nd.array([[1, 2], [3, 4]])
+        >>> x.shape, x.dtype, x.context, x.T.asnumpy().tolist()
+        ((2, 2), <class 'numpy.float32'>, cpu(0), [[1.0, 3.0], [2.0, 4.0]])
+    """
+
+    __slots__ = ("_data", "_ctx", "__weakref__")
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, ctx=None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else current_context()
+
+    # -- attributes ---------------------------------------------------------------------
+    @property
+    def shape(self):
+        """The shape, a tuple of ints."""
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self):
+        """The element type as a NumPy type (``numpy.float32``), as MXNet returns it."""
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        """The number of elements."""
+        return int(self._data.size)
+
+    @property
+    def ndim(self):
+        """The number of dimensions."""
+        return self._data.ndim
+
+    @property
+    def context(self):
+        """The Context the data lives on."""
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        """The storage type; always ``'default'`` (dense) in hybridgpu."""
+        return "default"
+
+    @property
+    def T(self):
+        """The transpose (arrays of fewer than 2 dims are returned as they are)."""
+        if self.ndim < 2:
+            return self
+        return invoke(ops.get("transpose"), [self], {"axes": ()})
+
+    @property
+    def handle(self):
+        """The underlying numpy or cupy array (hybridgpu's stand-in for MXNet's C handle)."""
+        return self._data
+
+    # -- host values --------------------------------------------------------------------
+    def asnumpy(self):
+        """A NumPy copy of the data (synchronizes a gpu array)."""
+        if self._ctx.is_gpu:
+            return self._data.get()
+        return np.array(self._data, copy=True)
+
+    def asscalar(self):
+        """The value of a one-element array as a NumPy scalar; ValueError otherwise."""
+        if self.shape != (1,) and self.shape != ():
+            raise ValueError(f"The current array is not a scalar: shape {self.shape}")
+        return self.asnumpy().reshape(())[()]
+
+    def item(self):
+        """The value of a one-element array as a Python number."""
+        if self.size != 1:
+            raise ValueError(f"item() needs an array of one element, got shape {self.shape}")
+        return self.asnumpy().reshape(-1)[0].item()
+
+    def wait_to_read(self):
+        """Block until pending gpu work on this array is done."""
+        if self._ctx.is_gpu:
+            with self._ctx.scope():
+                self._ctx.xp.cuda.get_current_stream().synchronize()
+
+    def wait_to_write(self):
+        """Same as ``wait_to_read`` here (hybridgpu has no write dependencies)."""
+        self.wait_to_read()
+
+    # -- copies and conversions ---------------------------------------------------------
+    def astype(self, dtype, copy=True):
+        """A copy converted to ``dtype`` (the array itself if it already has it and
+        ``copy=False``)."""
+        if not copy and np.dtype(dtype) == self._data.dtype:
+            return self
+        return invoke(ops.get("cast"), [self], {"dtype": np.dtype(dtype).name})
+
+    def copy(self):
+        """A deep copy on the same context."""
+        return NDArray(to_device_array(self._data, self._ctx, self._ctx), self._ctx)
+
+    def copyto(self, other):
+        """Copy into NDArray ``other`` (same shape) or to a new array on Context ``other``."""
+        if isinstance(other, Context):
+            return NDArray(to_device_array(self._data, self._ctx, other), Context(other))
+        if isinstance(other, NDArray):
+            if other is self:
+                return self
+            if other.shape != self.shape:
+                raise MXNetError(f"copyto: shape mismatch, source {self.shape} vs "
+                                 f"destination {other.shape}")
+            other._data[...] = to_device_array(self._data, self._ctx, other._ctx, copy=False)
+            return other
+        raise TypeError(f"copyto does not support type {type(other).__name__}")
+
+    def as_in_context(self, context):
+        """This array on ``context``: itself when already there, else a copy."""
+        if self._ctx == context:
+            return self
+        return self.copyto(context)
+
+    def reshape(self, *shape, **kwargs):
+        """A view with a new shape; MXNet's codes 0, -1, -2, -3, -4 and ``reverse=`` work.
+
+        Example:
+            >>> import hybridgpu as mx
+            >>> mx.nd.zeros((2, 3, 4)).reshape(0, -1).shape
+            (2, 12)
+        """
+        reverse = kwargs.pop("reverse", False)
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        elif len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        if kwargs:
+            raise TypeError(f"reshape got unexpected keyword arguments {sorted(kwargs)}")
+        new_shape = target_shape(self.shape, tuple(shape), reverse)
+        return NDArray(self._data.reshape(new_shape), self._ctx)
+
+    def reshape_like(self, other):
+        """A view with the shape of ``other``."""
+        return self.reshape(other.shape)
+
+    def as_nd_ndarray(self):
+        """This array (hybridgpu has one NDArray type)."""
+        return self
+
+    def tostype(self, stype):
+        """Only ``'default'`` storage exists in hybridgpu."""
+        if stype != "default":
+            raise MXNetError(f"sparse storage type {stype!r} is not supported by hybridgpu")
+        return self
+
+    # -- Python protocols ---------------------------------------------------------------
+    def __repr__(self):
+        shape_info = "x".join(str(d) for d in self.shape)
+        return f"\n{self.asnumpy()}\n<NDArray {shape_info} @{self._ctx}>"
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        size = self.size
+        if size == 0:
+            return False
+        if size == 1:
+            return bool(self.asnumpy().reshape(-1)[0])
+        raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if not np.issubdtype(self._data.dtype, np.integer):
+            raise TypeError("only integer NDArrays of one element can be used as an index")
+        return int(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.asnumpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def to_dlpack_for_read(self):
+        """A DLPack capsule of the data (shared memory)."""
+        self.wait_to_read()
+        return self._data.__dlpack__()
+
+    to_dlpack_for_write = to_dlpack_for_read
+
+    def __reduce__(self):
+        return (_rebuild, (self.asnumpy(), self._ctx))
+
+    __hash__ = object.__hash__
+
+    # -- indexing -----------------------------------------------------------------------
+    def _index_key(self, key):
+        if isinstance(key, NDArray):
+            return key.as_in_context(self._ctx)._data.astype(np.int64)
+        if isinstance(key, tuple):
+            return tuple(self._index_key(k) for k in key)
+        if isinstance(key, list):
+            return self._ctx.xp.asarray(key, dtype=np.int64) if self._ctx.is_gpu else key
+        return key
+
+    def __getitem__(self, key):
+        try:
+            result = self._data[self._index_key(key)]
+        except IndexError as err:
+            raise IndexError(f"index {key!r} is out of bounds for NDArray of shape "
+                             f"{self.shape}: {err}") from None
+        if result.ndim == 0:
+            result = result.reshape(1)
+        return NDArray(result, self._ctx)
+
+    def __setitem__(self, key, value):
+        if isinstance(value, NDArray):
+            value = to_device_array(value._data, value._ctx, self._ctx, copy=False)
+        elif isinstance(value, np.ndarray) and self._ctx.is_gpu:
+            value = to_device_array(value, None, self._ctx)
+        try:
+            self._data[self._index_key(key)] = value
+        except (IndexError, ValueError) as err:
+            raise MXNetError(f"cannot assign to NDArray of shape {self.shape} at {key!r}: "
+                             f"{err}") from None
+
+
+def _rebuild(array, ctx):
+    return NDArray(to_device_array(array, None, ctx), ctx)
+
+
+# -- operators: one table, each entry (array op, scalar op, reflected scalar op) -----------------
+_BINARY = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "truediv": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+}
+_COMPARE = {
+    "eq": ("broadcast_equal", "_equal_scalar"),
+    "ne": ("broadcast_not_equal", "_not_equal_scalar"),
+    "gt": ("broadcast_greater", "_greater_scalar"),
+    "ge": ("broadcast_greater_equal", "_greater_equal_scalar"),
+    "lt": ("broadcast_lesser", "_lesser_scalar"),
+    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar"),
+}
+
+
+def _binary_method(array_name, scalar_name):
+    array_op, scalar_op = ops.get(array_name), ops.get(scalar_name)
+
+    def method(self, other):
+        if isinstance(other, NDArray):
+            return invoke(array_op, [self, other], _NOATTR)
+        attrs = _scalar_attr(other)
+        if attrs is None:
+            return NotImplemented
+        return invoke(scalar_op, [self], attrs)
+
+    return method
+
+
+def _inplace_method(array_name, scalar_name):
+    array_op, scalar_op = ops.get(array_name), ops.get(scalar_name)
+
+    def method(self, other):
+        if isinstance(other, NDArray):
+            return invoke(array_op, [self, other], _NOATTR, out=self)
+        attrs = _scalar_attr(other)
+        if attrs is None:
+            return NotImplemented
+        return invoke(scalar_op, [self], attrs, out=self)
+
+    return method
+
+
+def _install_operators():
+    for name, (array_op, scalar_op, rscalar_op) in _BINARY.items():
+        setattr(NDArray, f"__{name}__", _binary_method(array_op, scalar_op))
+        setattr(NDArray, f"__r{name}__", _binary_method(array_op, rscalar_op))
+        setattr(NDArray, f"__i{name}__", _inplace_method(array_op, scalar_op))
+    for name, (array_op, scalar_op) in _COMPARE.items():
+        setattr(NDArray, f"__{name}__", _binary_method(array_op, scalar_op))
+    NDArray.__div__, NDArray.__rdiv__, NDArray.__idiv__ = (
+        NDArray.__truediv__, NDArray.__rtruediv__, NDArray.__itruediv__)
+    negative, absolute = ops.get("negative"), ops.get("abs")
+    NDArray.__neg__ = lambda self: invoke(negative, [self], _NOATTR)
+    NDArray.__pos__ = lambda self: self
+    NDArray.__abs__ = lambda self: invoke(absolute, [self], _NOATTR)
+
+
+_install_operators()
+imperative.NDArray = NDArray
