@@ -7,18 +7,22 @@ Example:
     array([0., 2.], dtype=float32)
 """
 
-from . import _internal, contrib, linalg
+from . import _internal, contrib, linalg, methods, random
 from .creation import *  # noqa: F403
 from .creation import __all__ as _creation_all
 from .imperative import invoke
 from .ndarray import NDArray
 from .register import populate
+from .ufunc import *  # noqa: F403
+from .ufunc import __all__ as _ufunc_all
 from .utils import *  # noqa: F403
 from .utils import __all__ as _utils_all
 
 populate(globals())
 # Hand-written helpers win over generated functions of the same name.
 from .creation import *  # noqa: E402, F403
+from .ufunc import *  # noqa: E402, F403
 from .utils import *  # noqa: E402, F403
 
-__all__ = ["NDArray", "invoke", "_internal", "contrib", "linalg", *_creation_all, *_utils_all]
+__all__ = ["NDArray", "invoke", "_internal", "contrib", "linalg", "random", *_creation_all,
+           *_ufunc_all, *_utils_all]

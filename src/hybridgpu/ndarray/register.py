@@ -131,8 +131,9 @@ def namespace_of(name):
 def populate(namespace, submodule=""):
     """Put a function for every op name that belongs to ``submodule`` into ``namespace``.
 
-    Top level (``''``) gets public names; ``'_internal'`` gets every name starting with ``_``
-    (``_plus_scalar``); ``'linalg'``, ``'random'``, ``'contrib'`` get their prefixed ops without
+    Top level (``''``) gets every name outside the submodules, ``_plus_scalar`` too (gradient
+    code calls ``F._plus_scalar`` with ``F`` = nd or sym); ``'_internal'`` gets every name
+    starting with ``_``; ``'linalg'``, ``'random'``, ``'contrib'`` get their prefixed ops without
     the prefix (``_linalg_gemm2`` -> ``linalg.gemm2``).
     """
     from .. import ops
@@ -143,6 +144,6 @@ def populate(namespace, submodule=""):
             if submodule == "_internal":
                 if name.startswith("_"):
                     namespace[name] = make_function(op, name)
-            elif module == submodule and (module or not name.startswith("_")):
+            elif module == submodule:
                 namespace[public] = make_function(op, public)
     return namespace

@@ -1,7 +1,7 @@
 """The op registry: one ``OpDef`` per operator (see ``opdef.py``). Imports nothing else from
 hybridgpu but ``base``.
 
-Importing this package registers every op module below.
+Importing this package registers every op module below, one module per op family.
 
 Example:
     >>> from hybridgpu import ops
@@ -9,7 +9,23 @@ Example:
     True
 """
 
-from . import elemwise_binary, elemwise_unary, reduce  # noqa: F401  (register ops)
+from . import (  # noqa: F401  (each module registers its ops)
+    conv,
+    creation,
+    elemwise_binary,
+    elemwise_unary,
+    index,
+    join,
+    linalg,
+    nn_basic,
+    nn_misc,
+    norm,
+    pool,
+    random,
+    reduce,
+    shape,
+    sort,
+)
 from .opdef import OpDef, all_ops, exists, get, register
 
 __all__ = ["OpDef", "all_ops", "exists", "get", "register"]
