@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import pytest
+
+import hybridgpu as mx
+from hybridgpu import ops
+
 from op_harness import (
     check_forward,
     check_gpu_matches_cpu,
@@ -13,9 +17,6 @@ from op_harness import (
     nd_function,
     untested_ops,
 )
-
-import hybridgpu as mx
-from hybridgpu import ops
 
 CASES = collect_cases()
 FORWARD = [pytest.param(c, d, id=f"{c.name}-{d}") for c in CASES for d in c.dtypes]

@@ -70,10 +70,8 @@ class Context:
             pass
         self = super().__new__(cls)
         self._init(device_type, device_id)
-        try:
+        with contextlib.suppress(TypeError):  # an unhashable device id is refused by _init
             cls._interned[key] = self
-        except TypeError:
-            pass
         return self
 
     def __init__(self, device_type, device_id=0):

@@ -45,8 +45,9 @@ class OpDef:
 
     Example:
         >>> import numpy as np
+        >>> from hybridgpu.ops.rules import same_shape
         >>> op = OpDef("_demo_double", compute=lambda xp, x: x * 2, cuda="in0 * (T)2",
-        ...            elementwise=True)
+        ...            infer_shape=same_shape, elementwise=True)
         >>> op.compute(np, np.ones(2)), op.infer_shape({}, [(2,)])
         (array([2., 2.]), ([(2,)], [(2,)]))
     """
@@ -153,13 +154,10 @@ class OpDef:
         return attrs
 
     def format_attrs(self, attrs):
-        """The attributes as MXNet writes them in JSON (strings), defaults left out."""
-        out = {}
-        for key, value in attrs.items():
-            spec = self.attrs.get(key)
-            if spec is not None and (spec.default is REQUIRED or value != spec.default):
-                out[key] = spec.format(value)
-        return out
+        """``attrs`` (pass the ones the user gave: MXNet writes only those) as the strings
+        MXNet writes in JSON."""
+        return {key: self.attrs[key].format(value) if key in self.attrs else str(value)
+                for key, value in attrs.items()}
 
     # -- inference ----------------------------------------------------------------------
     def infer_shape(self, attrs, in_shapes):
