@@ -8,12 +8,15 @@ Example:
     12.0
 """
 
-from . import base, context, ndarray, ops, random
+from . import attribute, base, context, name, ndarray, ops, random, symbol
+from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 
 nd = ndarray
+sym = symbol
 
 __version__ = "0.1.0"
-__all__ = ["base", "context", "ndarray", "nd", "ops", "random", "MXNetError", "Context", "cpu",
-           "cpu_pinned", "gpu", "current_context", "num_gpus", "__version__"]
+__all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
+           "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
+           "current_context", "num_gpus", "__version__"]

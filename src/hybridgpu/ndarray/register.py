@@ -18,9 +18,10 @@ import inspect
 
 from ..base import MXNetError
 from ..context import Context
+from ..ops.calling import bind_arguments
 from .imperative import invoke
 
-__all__ = ["make_function", "bind_arguments", "namespace_of"]
+__all__ = ["make_function", "namespace_of", "populate"]
 
 _P = inspect.Parameter
 
@@ -40,26 +41,6 @@ def _signature(op):
         params.append(_P("ctx", _P.KEYWORD_ONLY, default=None))
     params.append(_P("name", _P.KEYWORD_ONLY, default=None))
     return inspect.Signature(params)
-
-
-def bind_arguments(op, args, kwargs, is_input):
-    """Split a call into ``(inputs by name or list, attrs given)`` the way MXNet binds them.
-
-    ``is_input(value)`` says whether a positional value is an array input (NDArray or Symbol).
-    """
-    if op.variadic:
-        return list(args), dict(kwargs)
-    names = op.inputs + tuple(k for k in op.attrs if k != "num_args")
-    if len(args) > len(names):
-        raise TypeError(f"{op.name}() takes at most {len(names)} positional arguments "
-                        f"({len(args)} given)")
-    given = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key in given:
-            raise TypeError(f"{op.name}() got multiple values for argument {key!r}")
-        given[key] = value
-    inputs = {n: given.pop(n) for n in op.inputs if n in given}
-    return inputs, given
 
 
 def select_inputs(op, inputs, attrs, is_input, kind):
@@ -94,7 +75,7 @@ def make_function(op, name):
         out = kwargs.pop("out", None)
         ctx = kwargs.pop("ctx", None)
         kwargs.pop("name", None)
-        inputs, given = bind_arguments(op, args, kwargs, is_input)
+        inputs, given = bind_arguments(op, args, kwargs)
         attrs = op.parse_attrs(given, len(inputs) if op.variadic else None)
         values = select_inputs(op, inputs, attrs, is_input, "NDArray")
         return invoke(op, values, attrs, out=out,

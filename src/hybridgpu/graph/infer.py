@@ -1,0 +1,125 @@
+"""Shape and dtype inference over a whole Graph, filling ``graph.shapes`` / ``graph.dtypes``.
+
+Each op's rule runs forward over the nodes until nothing changes, so shapes that only an op
+can know (a FullyConnected weight from the data's shape) flow back into the variables. A
+conflict names the node and both shapes.
+
+Example:
+    >>> from hybridgpu import ops
+    >>> from hybridgpu.graph.node import Node, Entry
+    >>> from hybridgpu.graph.graph import Graph
+    >>> x, w = Node.variable("x"), Node.variable("w")
+    >>> fc = ops.get("FullyConnected")
+    >>> y = Node(fc, "fc", fc.parse_attrs({"num_hidden": 4, "no_bias": True}),
+    ...          [Entry(x, 0), Entry(w, 0)])
+    >>> g = Graph([Entry(y, 0)])
+    >>> infer_shapes(g, {"x": (2, 3)})
+    >>> g.shapes[(1, 0)], g.shapes[(2, 0)]
+    ((4, 3), (2, 4))
+"""
+
+from __future__ import annotations
+
+from ..base import MXNetError
+from ..ops.rules import known, merge_shapes
+
+__all__ = ["infer_shapes", "infer_types", "unknown_inputs"]
+
+_MAX_ROUNDS = 10
+
+
+def _merge(graph, key, new, node, what):
+    if new is None:
+        return False
+    old = graph.shapes.get(key)
+    try:
+        merged = merge_shapes(old, tuple(new))
+    except MXNetError:
+        raise MXNetError(f"shape conflict at node {node.name!r} ({what}): {old} vs "
+                         f"{tuple(new)}") from None
+    if merged != old:
+        graph.shapes[key] = merged
+        return True
+    return False
+
+
+def _shape_round(graph):
+    changed = False
+    for i, node in enumerate(graph.nodes):
+        if node.is_variable:
+            continue
+        in_keys = [graph.key(e) for e in node.inputs]
+        in_shapes = [graph.shapes.get(k) for k in in_keys]
+        try:
+            ins, outs = node.op.infer_shape(node.attrs, in_shapes)
+        except MXNetError as err:
+            raise MXNetError(f"shape inference failed at node {node.name!r}: {err}") from None
+        names = node.input_names()
+        for k, key, shape in zip(range(len(ins)), in_keys, ins):
+            label = f"input {names[k] if k < len(names) else k}"
+            changed |= _merge(graph, key, shape, node, label)
+        for k, shape in enumerate(outs):
+            changed |= _merge(graph, (i, k), shape, node, f"output {k}")
+    return changed
+
+
+def infer_shapes(graph, given):
+    """Fill ``graph.shapes`` from ``given`` (variable name -> shape) and each variable's
+    ``__shape__`` attribute."""
+    for i, node in enumerate(graph.nodes):
+        if node.is_variable:
+            shape = given.get(node.name)
+            if shape is None and "__shape__" in node.extra:
+                from ..ops.attrs import Shape
+
+                shape = Shape().parse(node.extra["__shape__"])
+            if shape is not None:
+                _merge(graph, (i, 0), tuple(shape), node, "given shape")
+    for _ in range(_MAX_ROUNDS):
+        if not _shape_round(graph):
+            break
+
+
+def unknown_inputs(graph):
+    """Names of variables whose shape is still not fully known."""
+    return [n.name for i, n in enumerate(graph.nodes)
+            if n.is_variable and not known(graph.shapes.get((i, 0)))]
+
+
+def infer_types(graph, given):
+    """Fill ``graph.dtypes`` from ``given`` (variable name -> dtype name) and ``__dtype__``."""
+    from ..ops.attrs import DType
+
+    for i, node in enumerate(graph.nodes):
+        if node.is_variable:
+            dtype = given.get(node.name) or _dtype_attr(node)
+            if dtype is not None:
+                graph.dtypes[(i, 0)] = DType().parse(dtype)
+    for _ in range(_MAX_ROUNDS):
+        changed = False
+        for i, node in enumerate(graph.nodes):
+            if node.is_variable:
+                continue
+            keys = [graph.key(e) for e in node.inputs]
+            try:
+                ins, outs = node.op.infer_type(node.attrs, [graph.dtypes.get(k) for k in keys])
+            except MXNetError as err:
+                raise MXNetError(f"type inference failed at node {node.name!r}: {err}") from None
+            for key, dtype in [*zip(keys, ins), *(((i, k), t) for k, t in enumerate(outs))]:
+                if dtype is not None and graph.dtypes.get(key) is None:
+                    graph.dtypes[key] = dtype
+                    changed = True
+        if not changed:
+            break
+
+
+# MXNet writes __dtype__ as its numeric type flag.
+_TYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32",
+               "5": "int8", "6": "int64", "7": "bool"}
+
+
+def _dtype_attr(node):
+    flag = node.extra.get("__dtype__")
+    if flag is None:
+        return None
+    return _TYPE_FLAGS.get(str(flag), flag)

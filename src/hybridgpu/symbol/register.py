@@ -1,0 +1,139 @@
+"""Build the ``sym.*`` functions from the op registry (the same OpDefs as ``nd.*``), plus
+``var``/``Variable`` and ``Group``.
+
+A call binds arguments as ``nd.*`` does, adds ``name=`` and ``attr=``, and creates variables
+for inputs left out (``sym.FullyConnected(x, num_hidden=4)`` makes ``fullyconnected0_weight``
+and ``fullyconnected0_bias``), as MXNet does.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=4, name="fc").list_arguments()
+    ['x', 'fc_weight', 'fc_bias']
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from .. import attribute, ops
+from ..base import MXNetError
+from ..graph import Entry, Node
+from ..ops.calling import bind_arguments
+from .symbol import Symbol, apply_op
+
+__all__ = ["make_function", "populate", "var", "Variable", "Group"]
+
+_P = inspect.Parameter
+
+# MXNet writes a variable's dtype as its numeric type flag.
+_TYPE_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+              "int64": 6, "bool": 7}
+
+
+def _signature(op):
+    if op.variadic:
+        params = [_P("data", _P.VAR_POSITIONAL)]
+        kind = _P.KEYWORD_ONLY
+    else:
+        params = [_P(n, _P.POSITIONAL_OR_KEYWORD, default=None) for n in op.inputs]
+        kind = _P.POSITIONAL_OR_KEYWORD
+    params += [_P(k, kind, default=s.default) for k, s in op.attrs.items() if k != "num_args"]
+    params += [_P("name", _P.KEYWORD_ONLY, default=None),
+               _P("attr", _P.KEYWORD_ONLY, default=None)]
+    return inspect.Signature(params)
+
+
+def make_function(op, called_name):
+    """The ``sym.<called_name>`` function for ``op``."""
+
+    def function(*args, **kwargs):
+        name = kwargs.pop("name", None)
+        attr = kwargs.pop("attr", None)
+        kwargs.pop("ctx", None)
+        inputs, given = bind_arguments(op, args, kwargs)
+        attrs = op.parse_attrs(given, len(inputs) if op.variadic else None)
+        if op.variadic:
+            ordered = list(inputs)
+        else:
+            names = op.input_names(attrs)
+            extra = [n for n, v in inputs.items() if v is not None and n not in names]
+            if extra:
+                raise MXNetError(f"{op.name}: input {extra[0]!r} is not used with these "
+                                 f"attributes")
+            ordered = [inputs.get(n) for n in names]
+        if op.variadic:
+            given = {**given, "num_args": attrs["num_args"]}
+        return apply_op(op, called_name.lower(), ordered, attrs, given, name=name, attr=attr)
+
+    function.__name__ = function.__qualname__ = called_name
+    function.__doc__ = op.docstring()
+    function.__signature__ = _signature(op)
+    function.__module__ = "hybridgpu.symbol"
+    function.opdef = op
+    return function
+
+
+def populate(namespace, submodule=""):
+    """Put a function for every op name of ``submodule`` into ``namespace`` (as nd does)."""
+    from ..ndarray.register import namespace_of
+
+    for op in ops.all_ops():
+        for name in (op.name, *op.aliases):
+            module, public = namespace_of(name)
+            if submodule == "_internal":
+                if name.startswith("_"):
+                    namespace[name] = make_function(op, name)
+            elif module == submodule:
+                namespace[public] = make_function(op, public if module else name)
+    return namespace
+
+
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+        stype=None, **kwargs):
+    """A variable (an input of the graph). ``shape`` and ``dtype`` make ``.shape``/``.dtype``
+    of the symbols built on it known.
+
+    Example:
+        >>> v = var("w", shape=(3, 4), lr_mult=2.0)
+        >>> v.list_attr()["__shape__"], v.shape
+        ('(3, 4)', (3, 4))
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"Expect a string for variable `name`, got {type(name).__name__}")
+    extra = attribute.current().get(attr)
+    if shape is not None:
+        extra["__shape__"] = str(tuple(shape))
+    if lr_mult is not None:
+        extra["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        extra["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        extra["__dtype__"] = str(_TYPE_FLAG[np.dtype(dtype).name])
+    if init is not None:
+        extra["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        extra["__storage_type__"] = str(stype)
+    for key, value in kwargs.items():
+        if not (key.startswith("__") and key.endswith("__")):
+            raise ValueError(f"Attribute name={key} is not supported. Additional attributes "
+                             f"must start and end with double underscores, e.g, __yourattr__")
+        extra[key] = str(value)
+    return Symbol([Entry(Node.variable(name, extra=extra), 0)])
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One Symbol holding the outputs of several.
+
+    Example:
+        >>> a, b = var("a"), var("b")
+        >>> Group([a, b]).list_outputs()
+        ['a', 'b']
+    """
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Expected a list of symbols as input")
+    return Symbol([e for s in symbols for e in s._outputs])

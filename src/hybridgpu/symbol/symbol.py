@@ -1,0 +1,377 @@
+"""``Symbol``: a handle on outputs of a graph (MXNet 1.x's symbolic API).
+
+A Symbol holds a list of ``Entry`` (node, output index) of the graph IR in ``hybridgpu.graph``;
+ops applied to Symbols add nodes. Symbols made from variables of known shape expose ``.shape``
+and ``.dtype`` (MXNet cannot), so ``hybrid_forward`` code can read ``x.shape`` while tracing.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> x = mx.sym.var("data")
+    >>> y = mx.sym.FullyConnected(x, num_hidden=10, name="fc")
+    >>> y, y.list_arguments()
+    (<Symbol fc>, ['data', 'fc_weight', 'fc_bias'])
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+from .. import attribute, name as naming, ops
+from ..base import MXNetError
+from ..graph import Entry, Graph, Node, infer_shapes, infer_types, unknown_inputs
+
+__all__ = ["Symbol", "apply_op", "NotAvailableOnSymbol"]
+
+# Keys MXNet lists both as ``__key__`` and ``key`` in list_attr.
+_HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+
+
+class NotAvailableOnSymbol(MXNetError):
+    """An NDArray-only operation (a value, an in-place op) used on a Symbol."""
+
+
+def _no_value(what, instead):
+    def method(self, *args, **kwargs):
+        raise NotAvailableOnSymbol(
+            f"{what} is not available on Symbol {self.name or '(group)'}: a Symbol has no value "
+            f"while the graph is built (inside a hybridized hybrid_forward); {instead}")
+
+    method.__name__ = what
+    return method
+
+
+def apply_op(op, hint, inputs, attrs, given, name=None, attr=None):
+    """A Symbol for ``op`` applied to ``inputs`` (an ordered list: Symbols or None, None
+    making a variable named ``<node>_<input>`` as MXNet does). ``given`` are the attributes the
+    caller passed, written to JSON."""
+    node_name = naming.current().get(name, hint)
+    text_attrs = op.format_attrs(given)
+    entries = []
+    for input_name, value in zip(op.input_names(attrs), inputs):
+        if value is None:  # MXNet copies the op's attributes onto variables it creates
+            var = Node.variable(f"{node_name}_{input_name}", extra=dict(text_attrs))
+            entries.append(Entry(var, 0))
+        elif isinstance(value, Symbol):
+            if len(value._outputs) != 1:
+                raise MXNetError(f"{op.name}: input {input_name!r} is a group of "
+                                 f"{len(value._outputs)} outputs; pick one with [i]")
+            entries.append(value._outputs[0])
+        else:
+            raise TypeError(f"{op.name}: input {input_name!r} must be a Symbol, got "
+                            f"{type(value).__name__}")
+    extra = attribute.current().get(attr)
+    node = Node(op, node_name, attrs, entries, given_attrs=text_attrs, extra=extra)
+    return Symbol([Entry(node, i) for i in range(node.num_visible_outputs)])
+
+
+def _operator(array_op, scalar_op, rscalar_op=None):
+    def method(self, other):
+        if isinstance(other, Symbol):
+            return _call(array_op, [self, other], {})
+        if isinstance(other, numbers.Number):
+            return _call(scalar_op, [self], {"scalar": other})
+        return NotImplemented
+
+    def reflected(self, other):
+        if isinstance(other, numbers.Number):
+            return _call(rscalar_op or scalar_op, [self], {"scalar": other})
+        return NotImplemented
+
+    return method, reflected
+
+
+def _call(called_name, inputs, given):
+    op = ops.get(called_name)
+    attrs = op.parse_attrs(given, len(inputs) if op.variadic else None)
+    return apply_op(op, called_name.lower(), inputs, attrs, given)
+
+
+class Symbol:
+    """Outputs of a graph. Build with ``sym.var`` and ``sym.<op>``; combine with operators.
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> a, b = mx.sym.var("a"), mx.sym.var("b")
+        >>> (a + b * 2).list_arguments()
+        ['a', 'b']
+    """
+
+    __slots__ = ("_outputs", "__weakref__")
+
+    def __init__(self, outputs):
+        self._outputs = [Entry(*e) for e in outputs]
+
+    # -- names and structure -------------------------------------------------------------
+    @property
+    def name(self):
+        """The name of the node whose outputs these are; None for a group of several nodes."""
+        nodes = {id(e.node) for e in self._outputs}
+        return self._outputs[0].node.name if len(nodes) == 1 else None
+
+    def _graph(self):
+        return Graph(self._outputs)
+
+    def list_outputs(self):
+        """Output names: ``<node>_output`` (``<node>_output0``...), a variable's own name."""
+        names = []
+        for e in self._outputs:
+            if e.node.is_variable:
+                names.append(e.node.name)
+            else:
+                out = e.node.op.output_names(e.node.attrs)[e.index]
+                names.append(f"{e.node.name}_{out}")
+        return names
+
+    def _aux_variable_ids(self, graph):
+        aux = set()
+        for node in graph.nodes:
+            if node.op is not None and node.op.aux:
+                for input_name, e in zip(node.input_names(), node.inputs):
+                    if input_name in node.op.aux and e.node.is_variable:
+                        aux.add(id(e.node))
+        return aux
+
+    def list_arguments(self):
+        """Names of the variables that are not auxiliary states, in topological order."""
+        graph = self._graph()
+        aux = self._aux_variable_ids(graph)
+        return [n.name for n in graph.variables if id(n) not in aux]
+
+    def list_auxiliary_states(self):
+        """Names of the auxiliary-state variables (BatchNorm's moving statistics)."""
+        graph = self._graph()
+        aux = self._aux_variable_ids(graph)
+        return [n.name for n in graph.variables if id(n) in aux]
+
+    def list_inputs(self):
+        """Every variable's name (arguments and auxiliary states), in topological order."""
+        return [n.name for n in self._graph().variables]
+
+    def get_internals(self):
+        """A group of every output of every node, in topological order."""
+        return Symbol([Entry(n, i) for n in self._graph().nodes
+                       for i in range(n.num_visible_outputs)])
+
+    def get_children(self):
+        """A group of the inputs of this symbol's node(s); None for a variable."""
+        entries = [i for e in self._outputs for i in e.node.inputs]
+        return Symbol(entries) if entries else None
+
+    def __len__(self):
+        return len(self._outputs)
+
+    def __iter__(self):
+        return (Symbol([e]) for e in self._outputs)
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            matches = [i for i, n in enumerate(self.list_outputs()) if n == index]
+            if not matches:
+                raise ValueError(f"Cannot find output that matches name {index!r}; outputs "
+                                 f"are {self.list_outputs()}")
+            if len(matches) > 1:
+                raise ValueError(f"There are multiple outputs with name {index!r}")
+            index = matches[0]
+        if isinstance(index, slice):
+            return Symbol(self._outputs[index])
+        if not isinstance(index, numbers.Integral):
+            raise TypeError(f"Symbol index must be an int, slice or output name, got "
+                            f"{type(index).__name__}")
+        if not -len(self._outputs) <= index < len(self._outputs):
+            raise IndexError(f"Symbol index {index} out of range for {len(self)} outputs")
+        return Symbol([self._outputs[index]])
+
+    def __repr__(self):
+        if self.name is not None:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(e.node.name for e in self._outputs)}]>"
+
+    # -- attributes ----------------------------------------------------------------------
+    def _single_node(self, what):
+        if self.name is None:
+            raise MXNetError(f"{what} needs a symbol of one node, not a group")
+        return self._outputs[0].node
+
+    def attr(self, key):
+        """The attribute ``key`` of this symbol's node as a string, or None."""
+        node = self._single_node("attr")
+        value = node.extra.get(key, node.given_attrs.get(key))
+        return None if value is None else str(value)
+
+    def list_attr(self, recursive=False):
+        """The node's attributes (strings). ``recursive=True`` is gone since MXNet 1.x: use
+        ``attr_dict()``."""
+        if recursive:
+            raise DeprecationWarning("Symbol.list_attr with recursive=True has been "
+                                     "deprecated. Please use attr_dict instead.")
+        node = self._single_node("list_attr")
+        return _listed(node)
+
+    def attr_dict(self):
+        """``{node name: attributes}`` for every node that has attributes."""
+        return {n.name: _listed(n) for n in self._graph().nodes if _listed(n)}
+
+    def _set_attr(self, **kwargs):
+        """Set string attributes on this symbol's node."""
+        node = self._single_node("_set_attr")
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError(f"Set Attr only accepts string values, got {key}={value!r}")
+            node.extra[key] = value
+
+    # -- composition and copies ----------------------------------------------------------
+    def __copy__(self):
+        return copy.deepcopy(self)
+
+    def __deepcopy__(self, memo):
+        clones = {}
+        for node in self._graph().nodes:
+            clones[id(node)] = Node(node.op, node.name, dict(node.attrs),
+                                    [Entry(clones[id(e.node)], e.index) for e in node.inputs],
+                                    given_attrs=node.given_attrs, extra=node.extra)
+        return Symbol([Entry(clones[id(e.node)], e.index) for e in self._outputs])
+
+    def __call__(self, *args, **kwargs):
+        """A copy with variables replaced by other symbols (positional: in
+        ``list_arguments`` order; keyword: by variable name)."""
+        name = kwargs.pop("name", None)
+        clone = copy.deepcopy(self)
+        clone._compose(*args, name=name, **kwargs)
+        return clone
+
+    def _compose(self, *args, **kwargs):
+        """Replace variables of this symbol, in place, by other symbols."""
+        name = kwargs.pop("name", None)
+        if args and kwargs:
+            raise TypeError("compose only accept input Symbols either as positional or "
+                            "keyword arguments, not both")
+        for value in (*args, *kwargs.values()):
+            if not isinstance(value, Symbol) or len(value) != 1:
+                raise TypeError(f"compose expects single-output Symbols, got {value!r}")
+        replace = dict(zip(self.list_arguments(), args)) if args else kwargs
+        graph = self._graph()
+        for node in graph.nodes:
+            node.inputs = [replace[e.node.name]._outputs[0]
+                           if e.node.is_variable and e.node.name in replace else e
+                           for e in node.inputs]
+        self._outputs = [replace[e.node.name]._outputs[0]
+                         if e.node.is_variable and e.node.name in replace else e
+                         for e in self._outputs]
+        if name is not None and self.name is not None:
+            self._outputs[0].node.name = name
+
+    # -- shapes and types ----------------------------------------------------------------
+    def infer_shape(self, *args, **kwargs):
+        """``(arg_shapes, out_shapes, aux_shapes)`` from input shapes (positional in
+        ``list_arguments`` order, or by name); ``(None, None, None)`` when some stay unknown."""
+        return self._infer_shape(args, kwargs, partial=False)
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """Like ``infer_shape`` but unknown shapes come back as ``()``."""
+        return self._infer_shape(args, kwargs, partial=True)
+
+    def _infer_shape(self, args, kwargs, partial):
+        given = dict(zip(self.list_arguments(), args)) if args else dict(kwargs)
+        graph = self._graph()
+        infer_shapes(graph, {k: v for k, v in given.items() if v is not None})
+        if not partial and unknown_inputs(graph):
+            return None, None, None
+        return self._triples(graph, graph.shapes, () if partial else None)
+
+    def infer_type(self, *args, **kwargs):
+        """``(arg_types, out_types, aux_types)`` as NumPy types from input dtypes."""
+        import numpy as np
+
+        given = dict(zip(self.list_arguments(), args)) if args else dict(kwargs)
+        graph = self._graph()
+        infer_types(graph, {k: np.dtype(v).name for k, v in given.items() if v is not None})
+        triples = self._triples(graph, graph.dtypes, None)
+        if any(t is None for part in triples for t in part):
+            return None, None, None
+        return tuple([np.dtype(t).type for t in part] for part in triples)
+
+    def _triples(self, graph, table, missing):
+        aux = self._aux_variable_ids(graph)
+        args = [table.get((graph.index[id(n)], 0), missing) for n in graph.variables
+                if id(n) not in aux]
+        auxs = [table.get((graph.index[id(n)], 0), missing) for n in graph.variables
+                if id(n) in aux]
+        outs = [table.get(graph.key(e), missing) for e in self._outputs]
+        return args, outs, auxs
+
+    @property
+    def shape(self):
+        """The output's shape, inferred from the variables' shapes (``sym.var(shape=...)``);
+        MXNetError naming the variables without a shape when it cannot be known."""
+        return self._inferred("shape", self._graph(), infer_shapes)
+
+    @property
+    def dtype(self):
+        """The output's dtype (a NumPy type), inferred from the variables' dtypes."""
+        import numpy as np
+
+        return np.dtype(self._inferred("dtype", self._graph(), infer_types)).type
+
+    def _inferred(self, what, graph, infer):
+        if len(self._outputs) != 1:
+            raise MXNetError(f"{what} of a group of {len(self)} outputs: pick one with [i]")
+        infer(graph, {})
+        table = graph.shapes if what == "shape" else graph.dtypes
+        value = table.get(graph.key(self._outputs[0]))
+        if value is None or (what == "shape" and 0 in value):
+            missing = unknown_inputs(graph) if what == "shape" else [
+                n.name for i, n in enumerate(graph.nodes)
+                if n.is_variable and graph.dtypes.get((i, 0)) is None]
+            raise MXNetError(f"the {what} of symbol {self.name!r} is not known: inputs "
+                             f"{missing} have no {what}; declare it with "
+                             f"sym.var(name, {what}=...)")
+        return tuple(value) if what == "shape" else value
+
+    # -- values are not available --------------------------------------------------------
+    asnumpy = _no_value("asnumpy", "return the Symbol and call asnumpy() on the NDArray result")
+    asscalar = _no_value("asscalar", "return the Symbol and read the NDArray result")
+    item = _no_value("item", "return the Symbol and read the NDArray result")
+    wait_to_read = _no_value("wait_to_read", "nothing needs waiting for in a graph")
+    __bool__ = _no_value("bool()", "branch with F.where(cond, x, y) instead of Python if")
+    __setitem__ = _no_value("item assignment", "build a new Symbol (F.where, F.concat, ...)")
+
+    __hash__ = object.__hash__
+
+
+def _listed(node):
+    """The attributes MXNet lists for a node: given op attributes and graph-level ones, with
+    hidden keys (``__lr_mult__``) listed also without underscores."""
+    out = {**node.given_attrs, **node.extra}
+    for key in _HIDDEN_KEYS:
+        if f"__{key}__" in out:
+            out[key] = out[f"__{key}__"]
+    return out
+
+
+def _install_operators():
+    table = {
+        "add": ("_Plus", "_PlusScalar", None), "sub": ("_Minus", "_MinusScalar", "_RMinusScalar"),
+        "mul": ("_Mul", "_MulScalar", None), "truediv": ("_Div", "_DivScalar", "_RDivScalar"),
+        "mod": ("_Mod", "_ModScalar", "_RModScalar"),
+        "pow": ("_Power", "_PowerScalar", "_RPowerScalar"),
+    }
+    for key, (array_op, scalar_op, rscalar_op) in table.items():
+        method, reflected = _operator(array_op, scalar_op, rscalar_op)
+        setattr(Symbol, f"__{key}__", method)
+        setattr(Symbol, f"__r{key}__", reflected)
+    Symbol.__div__, Symbol.__rdiv__ = Symbol.__truediv__, Symbol.__rtruediv__
+    compare = {"eq": ("_equal", "_EqualScalar"), "ne": ("_not_equal", "_NotEqualScalar"),
+               "gt": ("_greater", "_GreaterScalar"), "ge": ("_greater_equal",
+                                                           "_GreaterEqualScalar"),
+               "lt": ("_lesser", "_LesserScalar"), "le": ("_lesser_equal", "_LesserEqualScalar")}
+    for key, (array_op, scalar_op) in compare.items():
+        setattr(Symbol, f"__{key}__", _operator(array_op, scalar_op)[0])
+    for key in ("add", "sub", "mul", "truediv", "mod", "pow"):
+        setattr(Symbol, f"__i{key}__", _no_value(f"in-place {key} (__i{key}__)",
+                                                 "use the out-of-place operator (x = x + y)"))
+    Symbol.__neg__ = lambda self: _call("_MulScalar", [self], {"scalar": -1.0})
+    Symbol.__abs__ = lambda self: _call("abs", [self], {})
+
+
+_install_operators()
