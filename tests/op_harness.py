@@ -92,15 +92,15 @@ def run_all_outputs(case, arrays, ctx=None):
     inputs = [mx.nd.array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
     mx.random.seed(case.seed)
     with mx.modes.training(case.is_train):
-        result = _all_outputs(op, inputs, attrs)
+        result = _all_outputs(op, inputs, attrs, ctx)
     return attrs, inputs, result
 
 
-def _all_outputs(op, inputs, attrs):
+def _all_outputs(op, inputs, attrs, ctx):
     shown = op._num_visible
     op._num_visible = None  # show every output for this call
     try:
-        out = invoke(op, inputs, attrs)
+        out = invoke(op, inputs, attrs, ctx=ctx)  # ctx places ops without inputs
     finally:
         op._num_visible = shown
     return out if isinstance(out, list) else [out]

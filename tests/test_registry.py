@@ -32,7 +32,10 @@ def test_op_is_documented_and_consistent(op):
     assert op.doc, f"{op.name} has no doc"
     if op.elementwise:
         assert op.cuda, f"elementwise op {op.name} has no CUDA expression"
-        assert "in0" in op.cuda
+        expressions = op.cuda.values() if isinstance(op.cuda, dict) else [op.cuda]
+        assert all("in0" in e for e in expressions), op.name
+        if isinstance(op.cuda, dict):
+            assert op.cuda_key in op.attrs, f"{op.name}: cuda_key must name an attribute"
     assert len(set(op.inputs)) == len(op.inputs)
     assert set(op.aux) <= set(op.inputs)
     assert set(op.nondiff_inputs) <= set(op.inputs)
@@ -74,6 +77,12 @@ def test_attribute_kinds_parse_mxnet_strings(spec, text, value):
 def test_attribute_kinds_refuse_bad_values(spec, text):
     with pytest.raises(ValueError, match="expected|not supported"):
         spec.parse(text)
+
+
+def test_cuda_for_picks_the_expression_of_the_attributes():
+    act = ops.get("Activation")
+    assert act.cuda_for(act.parse_attrs({"act_type": "relu"})) == act.cuda["relu"]
+    assert ops.get("relu").cuda_for({}) == ops.get("relu").cuda
 
 
 def test_attribute_error_names_op_and_attribute():

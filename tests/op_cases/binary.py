@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from op_harness import OpCase
 
 _NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,

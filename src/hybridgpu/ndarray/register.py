@@ -103,7 +103,7 @@ def namespace_of(name):
     """``(submodule, public name)`` for an op name: ``_linalg_gemm2`` -> ``('linalg', 'gemm2')``,
     ``_random_uniform`` -> ``('random', 'uniform')``, ``relu`` -> ``('', 'relu')``."""
     for prefix, module in (("_linalg_", "linalg"), ("_random_", "random"),
-                           ("_sample_", "random"), ("_contrib_", "contrib")):
+                           ("_contrib_", "contrib")):
         if name.startswith(prefix):
             return module, name[len(prefix):]
     return "", name

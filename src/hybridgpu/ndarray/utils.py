@@ -1,4 +1,4 @@
-"""Helpers of ``mx.nd``: ``waitall``, ``from_dlpack``.
+"""Helpers of ``mx.nd``: ``waitall``, ``from_dlpack``, ``save``, ``load``, ``load_frombuffer``.
 
 Example:
     >>> import numpy as np
@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..context import cpu, gpu, num_gpus
-from .ndarray import NDArray
+from ..serialization import ndarray_file
+from .ndarray import NDArray, to_device_array
 
-__all__ = ["waitall", "from_dlpack"]
+__all__ = ["waitall", "from_dlpack", "save", "load", "load_frombuffer"]
 
 _DLPACK_CUDA = 2
 
@@ -38,3 +39,92 @@ def from_dlpack(dlpack):
         with ctx.scope():
             return NDArray(ctx.xp.from_dlpack(dlpack), ctx)
     return NDArray(np.from_dlpack(dlpack), cpu(0))
+
+
+# -- nd.save / nd.load: MXNet's .params format (see hybridgpu.serialization.ndarray_file) -------
+_SAVE_TYPE_ERROR = "save only accept dict str->NDArray or list of NDArray"
+
+
+def _save_record(array):
+    ctx = array.context
+    return ndarray_file.ArrayRecord(array.shape, np.dtype(array.dtype), array.asnumpy,
+                                    ctx.device_typeid, ctx.device_id)
+
+
+def save(fname, data):
+    """Save an NDArray, a list/tuple of NDArrays or a dict str -> NDArray to ``fname`` (str or
+    ``os.PathLike``) in MXNet's binary format, byte for byte what MXNet 1.9 writes (a 0-d array
+    goes in an older record kind, the only one MXNet reads back as 0-d).
+
+    gpu arrays are copied to the host while writing and recorded with their gpu context. The
+    file is written to a temporary file and renamed into place, so a failure leaves any previous
+    file intact. Unlike MXNet, tuples and ``os.PathLike`` paths are accepted.
+
+    Example:
+        >>> import os, tempfile
+        >>> from hybridgpu import nd
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.params")
+        >>> save(path, {"w": nd.array([1, 2])})
+        >>> load(path)["w"].asnumpy()
+        array([1., 2.], dtype=float32)
+    """
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        names, arrays = list(data.keys()), list(data.values())
+        if not all(isinstance(name, str) for name in names):
+            raise TypeError(_SAVE_TYPE_ERROR)
+    elif isinstance(data, (list, tuple)):
+        names, arrays = None, list(data)
+    else:
+        raise ValueError("data needs to either be a NDArray, dict of str, NDArray pairs or a "
+                         "list of NDarrays.")
+    if not all(isinstance(array, NDArray) for array in arrays):
+        raise TypeError(_SAVE_TYPE_ERROR)
+    ndarray_file.save(fname, [_save_record(a) for a in arrays], names)
+
+
+def _to_ndarrays(records, names):
+    """NDArrays from loaded records, placed as MXNet does: a gpu array onto its gpu when that
+    gpu exists (MXNet's CUDA builds), everything else (and gpu arrays without it) onto cpu(0)."""
+    gpu_count = None
+    arrays = []
+    for rec in records:
+        ctx = cpu(0)
+        if rec.device_type == 2:
+            gpu_count = num_gpus() if gpu_count is None else gpu_count
+            if rec.device_id < gpu_count:
+                ctx = gpu(rec.device_id)
+        data = to_device_array(rec.data, None, ctx) if ctx.is_gpu else rec.data
+        arrays.append(NDArray(data, ctx))
+    return dict(zip(names, arrays)) if names else arrays
+
+
+def load(fname):
+    """Load a file written by ``save`` or by MXNet 1.x: a list of NDArrays, or a dict
+    str -> NDArray when the file has names.
+
+    Arrays load onto cpu(0), except gpu arrays when their gpu is present (as in MXNet's CUDA
+    builds; MXNet crashes when the gpu is missing, hybridgpu loads them onto cpu(0)). A truncated,
+    corrupted, sparse or hostile file raises ``MXNetError`` saying what is wrong and where.
+
+    Example:
+        >>> import os, tempfile
+        >>> from hybridgpu import nd
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.params")
+        >>> save(path, [nd.array([[1, 2]]), nd.array([3], dtype="int64")])
+        >>> [(a.shape, a.dtype.__name__) for a in load(path)]
+        [((1, 2), 'float32'), ((1,), 'int64')]
+    """
+    return _to_ndarrays(*ndarray_file.load(fname))
+
+
+def load_frombuffer(buf):
+    """``load`` from the bytes of a file (bytes, bytearray or memoryview).
+
+    Example:
+        >>> blob = ndarray_file.dumps([np.arange(2.0)], names=["b"])
+        >>> load_frombuffer(blob)["b"].asnumpy()
+        array([0., 1.])
+    """
+    return _to_ndarrays(*ndarray_file.loads(buf))

@@ -18,7 +18,11 @@ Conventions (every op module follows them):
 * ``grad(F, ins, outs, out_grads, **attrs) -> [grad or None per input]``, built only from ``F.*``
   ops and operators, so it works with ``F = nd`` (eager) and ``F = sym`` (graphs).
 * ``cuda``: for elementwise ops, a C expression over ``in0, in1, ...`` and attribute names, of
-  type ``T`` (the output's C type), e.g. ``"in0 + (T)scalar"``.
+  type ``T`` (the output's C type), e.g. ``"in0 + (T)scalar"``; or a dict of such expressions
+  keyed by the value of the attribute ``cuda_key`` (``Activation``: one per ``act_type``).
+  Ask ``cuda_for(attrs)``.
+* ``host_sync``: True, or ``host_sync(attrs) -> bool`` when only some attributes need values on
+  the host (``take(mode='raise')``). Ask ``needs_host_sync(attrs)``.
 
 Example:
     >>> from hybridgpu import ops
@@ -58,7 +62,7 @@ class OpDef:
                  num_visible_outputs=None, output_names=None, variadic=False, doc="",
                  example="", elementwise=False, random=False, mode_dependent=False,
                  mutates_aux=False, host_sync=False, creation=False, differentiable=True,
-                 nondiff_inputs=()):
+                 nondiff_inputs=(), cuda_key=None):
         self.name = name
         self.aliases = tuple(aliases)
         self.inputs = tuple(inputs)        # every input name, in MXNet's order
@@ -72,6 +76,7 @@ class OpDef:
         self._infer_type = infer_type
         self.grad = grad
         self.cuda = cuda
+        self.cuda_key = cuda_key  # with a dict ``cuda``: the attribute that selects the entry
         self._num_outputs = num_outputs
         self._num_visible = num_visible_outputs
         self._output_names = output_names
@@ -116,6 +121,16 @@ class OpDef:
             return tuple(names(attrs) if callable(names) else names)
         n = self.num_outputs(attrs)
         return ("output",) if n == 1 else tuple(f"output{i}" for i in range(n))
+
+    def cuda_for(self, attrs):
+        """The CUDA C expression of this op with these attributes, or None."""
+        if isinstance(self.cuda, dict):
+            return self.cuda.get(attrs.get(self.cuda_key))
+        return self.cuda
+
+    def needs_host_sync(self, attrs):
+        """True when running the op with these attributes reads values on the host."""
+        return bool(self.host_sync(attrs) if callable(self.host_sync) else self.host_sync)
 
     # -- attributes ---------------------------------------------------------------------
     def parse_attrs(self, given, num_inputs=None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..base import MXNetError
 
 __all__ = ["same_shape", "broadcast_shape", "merge_shapes", "known", "fixed_type", "same_type",
-           "broadcast_shapes", "normalize_axis", "reduce_axes"]
+           "broadcast_shapes", "normalize_axis"]
 
 
 def known(shape):
@@ -92,15 +92,3 @@ def normalize_axis(axis, ndim, op="op"):
     if not -ndim <= axis < ndim:
         raise MXNetError(f"{op}: axis {axis} is out of range for an array of {ndim} dims")
     return axis % ndim
-
-
-def reduce_axes(axis, ndim, exclude=False, op="op"):
-    """The sorted tuple of axes a reduction covers (MXNet's ``axis``/``exclude`` semantics)."""
-    if axis is None or axis == ():
-        axes = tuple(range(ndim))
-        return () if exclude else axes
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    axes = tuple(sorted({normalize_axis(a, ndim, op) for a in axes}))
-    if exclude:
-        axes = tuple(a for a in range(ndim) if a not in axes)
-    return axes

@@ -13,6 +13,11 @@ from .register import Group, Variable, populate, var
 from .symbol import NotAvailableOnSymbol, Symbol
 
 populate(globals())
+# Hand-written module functions (pow, maximum, zeros, arange, split_v2, ...) and the JSON
+# readers win over generated functions of the same name.
+from .functions import *  # noqa: E402, F403
+from .functions import __all__ as _functions_all  # noqa: E402
+from .json_format import fromjson, load, load_json  # noqa: E402
 
 __all__ = ["Symbol", "NotAvailableOnSymbol", "var", "Variable", "Group", "_internal",
-           "contrib", "linalg"]
+           "contrib", "linalg", "load", "load_json", "fromjson", *_functions_all]

@@ -328,6 +328,41 @@ class Symbol:
                              f"sym.var(name, {what}=...)")
         return tuple(value) if what == "shape" else value
 
+    # -- files and values (implemented in json_format.py and executor.py) -----------------
+    def tojson(self):
+        """MXNet 1.9's JSON for this symbol (``nodes``, ``arg_nodes``, ``node_row_ptr``,
+        ``heads``, ``attrs``)."""
+        from .json_format import to_json
+
+        return to_json(self)
+
+    def save(self, fname, remove_amp_cast=True):
+        """Write ``tojson()`` to ``fname`` (atomically)."""
+        from .json_format import save
+
+        save(self, fname)
+
+    def eval(self, ctx=None, **kwargs):
+        """Evaluate with NDArray inputs given by name; returns a list of NDArrays."""
+        from .executor import evaluate_symbol
+
+        return evaluate_symbol(self, ctx, kwargs)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None,
+             group2ctx=None, shared_exec=None):
+        """An Executor over given argument arrays (list in ``list_arguments`` order or dict)."""
+        from .executor import Executor
+
+        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
+                    group2ctx=None, shared_arg_names=None, shared_exec=None,
+                    shared_buffer=None, **kwargs):
+        """An Executor with arrays allocated from the shapes given as keywords."""
+        from .executor import simple_bind
+
+        return simple_bind(self, ctx, grad_req, type_dict, kwargs)
+
     # -- values are not available --------------------------------------------------------
     asnumpy = _no_value("asnumpy", "return the Symbol and call asnumpy() on the NDArray result")
     asscalar = _no_value("asscalar", "return the Symbol and read the NDArray result")
