@@ -135,7 +135,7 @@ def test_batchnorm_float16_data_keeps_float32_parameters():
     with modes.training(True):
         out = mx.nd.BatchNorm(x, *params, output_mean_var=True)
     assert [np.dtype(o.dtype).name for o in out] == ["float16", "float32", "float32"]
-    with pytest.raises(MXNetError, match="BatchNorm: input 1 has dtype float64"):
+    with pytest.raises(MXNetError, match="BatchNorm: gamma has dtype float64, expected float32"):
         op.infer_type(op.parse_attrs({}), ["float32", "float64", None, None, None])
 
 

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     index,
     join,
     linalg,
+    loss,
     nn_basic,
     nn_misc,
     norm,

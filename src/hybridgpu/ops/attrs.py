@@ -57,10 +57,11 @@ class Attr:
         return self._check(value)
 
     def format(self, value):
-        """The string MXNet writes for ``value`` in JSON."""
+        """The string MXNet writes for ``value`` in JSON: ``str()`` of what the caller gave
+        (``3`` stays ``'3'``, ``[1, 0]`` stays ``'[1, 0]'``), strings as they are."""
         if value is None:
             return "None"
-        return str(value)
+        return value if isinstance(value, str) else str(value)
 
     def _from_str(self, text):
         return self._check(_literal(text, self.kind))
@@ -168,9 +169,6 @@ class Shape(Attr):
             return tuple(Int()._check(v) for v in value)
         raise AttrError(f"expected a shape like (3, 3), got {value!r}")
 
-    def format(self, value):
-        return "None" if value is None else str(tuple(value))
-
 
 class Axis(Shape):
     """An axis or tuple of axes; an int stays an int, ``()``/``None`` mean all axes."""
@@ -181,9 +179,6 @@ class Axis(Shape):
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return int(value)
         return super()._check(value)
-
-    def format(self, value):
-        return "None" if value is None else str(value)
 
 
 class FloatTuple(Attr):
@@ -208,6 +203,9 @@ class DType(Attr):
 
     def _from_str(self, text):
         return self._check(text.strip("'\""))
+
+    def format(self, value):
+        return "None" if value is None else self._check(value)
 
     def _check(self, value):
         try:

@@ -302,6 +302,7 @@ def _prelu_grad(F, x, gamma, positive, g):
 
 register(OpDef(
     "LeakyReLU", inputs=("data", "gamma"),
+    input_init={"gamma": '["Constant", {"value": 0.25}]'},
     input_filter=lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
     attrs={"act_type": Enum(("elu", "gelu", "leaky", "prelu", "rrelu", "selu"),
                             default="leaky", doc="the activation function"),

@@ -143,9 +143,8 @@ register(OpDef(
 
 def _scatter_add(xp, target, index, values):
     """``target[index] += values`` with repeated indices accumulated, on NumPy or CuPy."""
-    add_at = getattr(getattr(xp, "add", None), "at", None)
-    if add_at is not None:
-        add_at(target, index, values)
+    if xp is np:
+        np.add.at(target, index, values)
         return target
     import cupyx  # only reached with CuPy arrays, which have cupyx beside them
 

@@ -15,6 +15,13 @@ Facts checked against MXNet 1.9.1 (the tests pin them):
   ``moving = moving * momentum + batch_stat * (1 - momentum)`` (biased variance). In inference,
   or with ``use_global_stats``, it uses ``moving_mean``/``moving_var``. ``fix_gamma`` (default
   True) uses gamma = 1 and gives gamma a zero gradient. float16 data keeps float32 parameters.
+* Deliberate differences: the moving statistics are updated in the forward pass (MXNet 1.9.1's
+  CPU build updates them in the backward pass, so a training forward without backward leaves
+  them unchanged there; its cuDNN path updates them in the forward, with the unbiased
+  variance). With ``fix_gamma`` MXNet also overwrites the gamma array with ones in place; here
+  gamma is only read as 1. The data gradient is the derivative of the output in both modes
+  (``_backward_BatchNorm`` reads the train flag when it runs, so backward must run in the
+  forward's mode), where MXNet gives the training formula to any backward run in train mode.
 * GroupNorm's gamma and beta have shape ``(num_groups,)`` (one scale per group, not per channel)
   and its data needs at least 3 dims; InstanceNorm scales per channel (axis 1).
 * L2Normalization has a hidden second output, the norm; mode 'instance' normalizes over every
@@ -67,15 +74,15 @@ def _fill_vectors(op, in_shapes, names, size):
     return filled
 
 
-def _param_dtype(op, in_types, fixed=None):
-    """dtypes of (data, params...): params follow the data (float32 for float16 data when
-    ``fixed`` says so); a given param dtype that differs is an error naming it."""
+def _param_dtype(op, in_types, names):
+    """dtypes of (data, params...): params follow the data, float32 for float16 data (as in
+    MXNet's BatchNorm); a given param dtype that differs is an error naming the param."""
     data = in_types[0]
-    want = None if data is None else ("float32" if fixed and data == "float16" else data)
+    want = None if data is None else ("float32" if data == "float16" else data)
     out = [data]
-    for i, t in enumerate(in_types[1:], 1):
+    for name, t in zip(names, in_types[1:]):
         if t is not None and want is not None and t != want:
-            raise MXNetError(f"{op}: input {i} has dtype {t}, expected {want} for {data} data")
+            raise MXNetError(f"{op}: {name} has dtype {t}, expected {want} for {data} data")
         out.append(t or want)
     return out, want
 
@@ -148,7 +155,7 @@ def _bn_shape(attrs, in_shapes):
 
 
 def _bn_type(attrs, in_types):
-    ins, param = _param_dtype("BatchNorm", in_types, fixed=True)
+    ins, param = _param_dtype("BatchNorm", in_types, _BN_PARAMS)
     return ins, [ins[0], param, param]
 
 
@@ -160,6 +167,7 @@ def _bn_grad(F, ins, outs, gouts, **attrs):
 
 register(OpDef(
     "BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    input_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
     aux=("moving_mean", "moving_var"), attrs=_BN_ATTRS, compute=_bn_compute,
     infer_shape=_bn_shape, infer_type=_bn_type, grad=_bn_grad, num_outputs=3,
     num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
@@ -202,7 +210,8 @@ def _bn_backward_shape(attrs, in_shapes):
 
 def _bn_backward_type(attrs, in_types):
     data = in_types[1] or in_types[0]
-    ins, param = _param_dtype("_backward_BatchNorm", [data, *in_types[2:]], fixed=True)
+    ins, param = _param_dtype("_backward_BatchNorm", [data, *in_types[2:]],
+                              ("gamma", "mean", "invstd"))
     return [data, *ins], [data, param, param]
 
 

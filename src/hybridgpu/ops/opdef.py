@@ -21,6 +21,8 @@ Conventions (every op module follows them):
   type ``T`` (the output's C type), e.g. ``"in0 + (T)scalar"``; or a dict of such expressions
   keyed by the value of the attribute ``cuda_key`` (``Activation``: one per ``act_type``).
   Ask ``cuda_for(attrs)``.
+* ``input_init``: ``{input name: initializer JSON string}`` written as ``__init__`` on variables
+  that ``sym.<op>`` creates for missing inputs (``{"moving_var": '["one", {}]'}``).
 * ``host_sync``: True, or ``host_sync(attrs) -> bool`` when only some attributes need values on
   the host (``take(mode='raise')``). Ask ``needs_host_sync(attrs)``.
 
@@ -62,7 +64,7 @@ class OpDef:
                  num_visible_outputs=None, output_names=None, variadic=False, doc="",
                  example="", elementwise=False, random=False, mode_dependent=False,
                  mutates_aux=False, host_sync=False, creation=False, differentiable=True,
-                 nondiff_inputs=(), cuda_key=None):
+                 nondiff_inputs=(), cuda_key=None, input_init=None):
         self.name = name
         self.aliases = tuple(aliases)
         self.inputs = tuple(inputs)        # every input name, in MXNet's order
@@ -91,6 +93,9 @@ class OpDef:
         self.creation = creation            # makes an array from attributes alone (no inputs)
         self.differentiable = differentiable and grad is not None
         self.nondiff_inputs = tuple(nondiff_inputs)  # inputs that never get a gradient
+        # input name -> MXNet's ``__init__`` string for a variable the op creates itself
+        # (BatchNorm's moving_mean is '["zero", {}]'); Gluon and JSON read it.
+        self.input_init = dict(input_init or {})
         self.plain = not (random or mode_dependent)  # compute needs nothing but arrays, attrs
 
     # -- inputs and outputs -------------------------------------------------------------

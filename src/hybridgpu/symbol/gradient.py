@@ -195,6 +195,9 @@ class _Builder:
         if not isinstance(grad, Symbol) or len(grad) != 1:
             raise MXNetError(f"the gradient of {node.op.name} (node {node.name!r}) must give a "
                              f"single-output Symbol per input, got {grad!r}: fix the op's grad")
+        op = grad._outputs[0].node.op
+        if op is not None and op.name == "zeros_like":
+            return  # a zero contribution: skipping it drops what it reads (a head gradient)
         self.contributions.setdefault(self.graph.key(entry), []).append(grad)
 
     def summed(self, key, node, index):
@@ -216,9 +219,13 @@ class _Builder:
                     g = F.zeros_like(out)
             out_grads.append(_KnownSymbol(g._outputs, out._known_shape, out._known_dtype))
         ins = [self.known(e) for e in node.inputs]
-        with naming.Prefix(f"{node.name}_backward_"):
-            grads = node.op.grad(F, ins, outs, out_grads, **node.attrs)
-        grads = list(grads)
+        try:
+            with naming.Prefix(f"{node.name}_backward_"):
+                grads = list(node.op.grad(F, ins, outs, out_grads, **node.attrs))
+        except MXNetError as err:
+            raise MXNetError(f"building the gradient of node {node.name!r} ({node.op.name}): "
+                             f"{err}; if a shape or dtype is unknown, pass shapes=/dtypes= "
+                             f"(variable name -> shape / dtype) to gradient_symbol") from None
         if len(grads) != len(ins):
             raise MXNetError(f"the gradient of {node.op.name} (node {node.name!r}) gave "
                              f"{len(grads)} gradients for {len(ins)} inputs: fix the op's grad")
@@ -227,6 +234,19 @@ class _Builder:
             if grad is None or name in skip or not depends[self.graph.index[id(entry.node)]]:
                 continue
             self.add(entry, grad, node)
+
+
+def _infer_dtypes(graph, dtypes):
+    """Fill ``graph.dtypes`` from ``dtypes`` and the variables' ``__dtype__``; variables
+    still unknown then count as float32 (MXNet's default), so grad functions can read
+    ``.dtype``."""
+    given = {k: np.dtype(v).name for k, v in (dtypes or {}).items() if v is not None}
+    infer_types(graph, given)
+    missing = {n.name: "float32" for i, n in enumerate(graph.nodes)
+               if n.is_variable and graph.dtypes.get((i, 0)) is None}
+    if missing:
+        graph.dtypes.clear()
+        infer_types(graph, {**missing, **given})
 
 
 def build_gradient(symbol, wrt=None, *, shapes=None, dtypes=None):
@@ -240,8 +260,7 @@ def build_gradient(symbol, wrt=None, *, shapes=None, dtypes=None):
         symbol = _annotated(symbol, dict(shapes or {}), dict(dtypes or {}))
     graph = symbol._graph()
     infer_shapes(graph, {k: tuple(v) for k, v in (shapes or {}).items() if v is not None})
-    infer_types(graph, {k: np.dtype(v).name for k, v in (dtypes or {}).items()
-                        if v is not None})
+    _infer_dtypes(graph, dtypes)
     heads = head_grad_names(symbol)
     builder = _Builder(graph)
     for name, entry in zip(heads, symbol._outputs):

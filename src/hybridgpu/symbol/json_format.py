@@ -47,6 +47,20 @@ _HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_st
 # ``__init__`` MXNet gives the auxiliary-state variables it creates.
 _AUX_INIT = {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
 
+
+def _pooling_outputs(attrs):
+    channels_first = attrs.get("layout") in (None, "NCW", "NCHW", "NCDHW")
+    return 2 if attrs.get("pool_type") == "max" and channels_first else 1
+
+
+# MXNet 1.9's pip wheels (built with oneDNN) count hidden outputs these ops have there (a max
+# pooling workspace, LRN's scale, rrelu's mask) in ``node_row_ptr``; only the file shows them.
+_ROW_OUTPUTS = {
+    "Pooling": _pooling_outputs,
+    "LRN": lambda attrs: 2,
+    "LeakyReLU": lambda attrs: 2 if attrs.get("act_type") == "rrelu" else 1,
+}
+
 _GRAPH_KEYS = ("nodes", "arg_nodes", "node_row_ptr", "heads", "attrs")
 _GRAPH_REQUIRED = ("nodes", "arg_nodes", "heads")
 _NODE_KEYS = ("op", "name", "inputs", "attrs", "attr", "param", "control_deps", "subgraphs",
@@ -56,6 +70,9 @@ _NODE_REQUIRED = ("op", "name", "inputs")
 # Entry versions read from a file, so a loaded symbol writes them back unchanged:
 # node -> (its input entries when loaded, their versions).
 _LOADED_VERSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The same for a loaded symbol's heads: id(symbol) -> (weak reference, outputs, versions).
+# Keyed by id because Symbol's ``==`` builds an op node instead of comparing.
+_LOADED_HEADS: dict = {}
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -141,6 +158,11 @@ def _node_attrs(node):
     return merged
 
 
+def _same_entries(a, b):
+    return len(a) == len(b) and all(x.node is y.node and x.index == y.index
+                                    for x, y in zip(a, b))
+
+
 def _versions(nodes):
     """Entry versions per node: as loaded when the inputs are unchanged, else MXNet's count of
     how many times each variable has been mutated (as an auxiliary state) so far."""
@@ -156,11 +178,33 @@ def _versions(nodes):
                 versions.append(0)
         versions += [0] * (len(node.inputs) - len(versions))
         loaded = _LOADED_VERSIONS.get(node)
-        if loaded is not None and len(loaded[0]) == len(node.inputs) and all(
-                a.node is b.node and a.index == b.index for a, b in zip(loaded[0], node.inputs)):
+        if loaded is not None and _same_entries(loaded[0], node.inputs):
             versions = list(loaded[1])
         out[id(node)] = versions
     return out
+
+
+def _row_outputs(node):
+    """How many outputs MXNet counts for ``node`` in ``node_row_ptr``."""
+    extra = _ROW_OUTPUTS.get(node.op.name) if node.op is not None else None
+    return max(node.num_outputs, extra(node.attrs) if extra else 1)
+
+
+def _write_node(w, node, inputs):
+    """One entry of ``nodes``: op, name, attrs (left out when empty), inputs."""
+    w.item()
+    w.begin("{", True)
+    w.item("op")
+    w.value("null" if node.op is None else node.op.name)
+    w.item("name")
+    w.value(node.name)
+    attrs = _node_attrs(node)
+    if attrs:
+        w.item("attrs")
+        w.string_map(attrs)
+    w.item("inputs")
+    w.array(inputs)
+    w.end("}")
 
 
 def to_json(symbol):
@@ -183,30 +227,23 @@ def to_json(symbol):
     w.item("nodes")
     w.begin("[", True)
     for node in nodes:
-        w.item()
-        w.begin("{", True)
-        w.item("op")
-        w.value("null" if node.op is None else node.op.name)
-        w.item("name")
-        w.value(node.name)
-        attrs = _node_attrs(node)
-        if attrs:
-            w.item("attrs")
-            w.string_map(attrs)
-        w.item("inputs")
-        w.array([[index[id(e.node)], e.index, v]
-                 for e, v in zip(node.inputs, versions[id(node)])])
-        w.end("}")
+        _write_node(w, node, [[index[id(e.node)], e.index, v]
+                              for e, v in zip(node.inputs, versions[id(node)])])
     w.end("]")
     w.item("arg_nodes")
     w.array([i for i, n in enumerate(nodes) if n.is_variable])
     row_ptr = [0]
     for node in nodes:
-        row_ptr.append(row_ptr[-1] + node.num_outputs)
+        row_ptr.append(row_ptr[-1] + _row_outputs(node))
     w.item("node_row_ptr")
     w.array(row_ptr)
+    loaded = _LOADED_HEADS.get(id(symbol))
+    head_versions = [0] * len(symbol._outputs)
+    if loaded is not None and loaded[0]() is symbol and _same_entries(loaded[1],
+                                                                      symbol._outputs):
+        head_versions = list(loaded[2])
     w.item("heads")
-    w.array([[index[id(e.node)], e.index, 0] for e in symbol._outputs])
+    w.array([[index[id(e.node)], e.index, v] for e, v in zip(symbol._outputs, head_versions)])
     w.item("attrs")
     w.begin("{", False)
     w.item("mxnet_version")
@@ -366,13 +403,14 @@ class _Loader:
         extra = {k: v for k, v in strings.items() if k not in given}
         bare = [k for k in given if k in _HIDDEN_KEYS]
         if bare:
-            raise self.node_fail(i, name, f"attribute {bare[0]!r} of {op_name}: graph-level "
-                                          f"attributes are written '__{bare[0]}__' (files "
-                                          f"from MXNet {MXNET_VERSION} on)")
+            raise self.node_fail(i, name, f"attribute {bare[0]!r} of {op_name}: a file of "
+                                          f"mxnet_version {MXNET_VERSION} writes graph-level "
+                                          f"attributes as '__{bare[0]}__'; rename the key")
         try:
             attrs = op.parse_attrs(given, n_inputs if op.variadic else None)
         except MXNetError as err:
-            raise self.node_fail(i, name, f"bad attributes for {op_name}: {err}") from None
+            why = str(err).removeprefix(f"{op.name}: ")
+            raise self.node_fail(i, name, f"bad attributes for {op_name}: {why}") from None
         return Node(op, name, attrs, [], given_attrs=given, extra=extra)
 
 
@@ -425,9 +463,9 @@ def _check_cycles(loader, nodes, entries):
                 stack.append((i, k + 1))
                 j = srcs[k]
                 if state.get(j) == "open":
-                    raise loader.node_fail(i, nodes[i].name, f"input node {j} "
-                                                             f"{nodes[j].name!r} depends on "
-                                                             "this node: the graph has a cycle")
+                    what = ("reads its own output" if j == i else
+                            f"reads node {j} {nodes[j].name!r}, which depends on it")
+                    raise loader.node_fail(i, nodes[i].name, f"{what}: the graph has a cycle")
                 if state.get(j) != "done":
                     stack.append((j, 0))
             else:
@@ -454,7 +492,7 @@ def _build(loader, doc):
         if not isinstance(raw, int) or not 0 <= raw < count or not nodes[raw].is_variable:
             raise loader.fail(f"arg_nodes[{k}] = {raw!r} is not the index of a variable "
                               "node")
-    heads = []
+    heads, head_versions = [], []
     for k, raw in enumerate(doc["heads"]):
         if (not isinstance(raw, list) or len(raw) not in (2, 3)
                 or any(not isinstance(v, int) or isinstance(v, bool) for v in raw)):
@@ -467,9 +505,15 @@ def _build(loader, doc):
             raise loader.fail(f"heads[{k}] = {raw!r} reads output {raw[1]} of node {raw[0]} "
                               f"{node.name!r}, which has {node.num_outputs}")
         heads.append(Entry(node, raw[1]))
+        head_versions.append(raw[2] if len(raw) == 3 else 0)
     if not heads:
         raise loader.fail("'heads' is empty: the file names no output")
-    return Symbol(heads)
+    symbol = Symbol(heads)
+    if any(head_versions):
+        key = id(symbol)
+        ref = weakref.ref(symbol, lambda _: _LOADED_HEADS.pop(key, None))
+        _LOADED_HEADS[key] = (ref, tuple(heads), tuple(head_versions))
+    return symbol
 
 
 def fromjson(json_str):

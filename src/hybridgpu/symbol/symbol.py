@@ -47,22 +47,48 @@ def apply_op(op, hint, inputs, attrs, given, name=None, attr=None):
     caller passed, written to JSON."""
     node_name = naming.current().get(name, hint)
     text_attrs = op.format_attrs(given)
-    entries = []
-    for input_name, value in zip(op.input_names(attrs), inputs):
-        if value is None:  # MXNet copies the op's attributes onto variables it creates
-            var = Node.variable(f"{node_name}_{input_name}", extra=dict(text_attrs))
-            entries.append(Entry(var, 0))
-        elif isinstance(value, Symbol):
-            if len(value._outputs) != 1:
-                raise MXNetError(f"{op.name}: input {input_name!r} is a group of "
-                                 f"{len(value._outputs)} outputs; pick one with [i]")
-            entries.append(value._outputs[0])
-        else:
-            raise TypeError(f"{op.name}: input {input_name!r} must be a Symbol, got "
-                            f"{type(value).__name__}")
-    extra = attribute.current().get(attr)
+    extra = _graph_attrs(op, attribute.current().get(attr))
+    entries = [_input_entry(op, node_name, input_name, value, {**text_attrs, **extra})
+               for input_name, value in zip(op.input_names(attrs), inputs)]
     node = Node(op, node_name, attrs, entries, given_attrs=text_attrs, extra=extra)
     return Symbol([Entry(node, i) for i in range(node.num_visible_outputs)])
+
+
+def _graph_attrs(op, attrs):
+    """``attr=``/AttrScope attributes as MXNet stores them: hidden keys (``lr_mult``) get
+    underscores; an op with an attribute schema refuses other plain keys (MXNet hands them to
+    its parameter parser), an op without one keeps them."""
+    out = {}
+    for key, value in attrs.items():
+        if key in _HIDDEN_KEYS:
+            key = f"__{key}__"
+        elif op.attrs and not (key.startswith("__") and key.endswith("__")):
+            raise MXNetError(f"{op.name}: Cannot find argument {key!r} (from attr= or "
+                             f"AttrScope); {op.name}'s arguments are {sorted(op.attrs)}; "
+                             f"name graph attributes like __{key}__")
+        out[key] = str(value)
+    return out
+
+
+def _input_entry(op, node_name, input_name, value, var_attrs):
+    """The Entry an input reads: a new variable for a missing input (carrying the op's and
+    scope's attributes, as MXNet does), else the single output of the given Symbol. Variables
+    of inputs with a default initializer get its ``__init__`` unless they have one."""
+    init = op.input_init.get(input_name)
+    if value is None:
+        extra = {"__init__": init} if init else {}
+        extra.update(var_attrs)
+        return Entry(Node.variable(f"{node_name}_{input_name}", extra=extra), 0)
+    if not isinstance(value, Symbol):
+        raise TypeError(f"{op.name}: input {input_name!r} must be a Symbol, got "
+                        f"{type(value).__name__}")
+    if len(value._outputs) != 1:
+        raise MXNetError(f"{op.name}: input {input_name!r} is a group of "
+                         f"{len(value._outputs)} outputs; pick one with [i]")
+    entry = value._outputs[0]
+    if init and entry.node.is_variable and "__init__" not in entry.node.extra:
+        entry.node.extra["__init__"] = init
+    return entry
 
 
 def _operator(array_op, scalar_op, rscalar_op=None):
@@ -363,6 +389,14 @@ class Symbol:
 
         return simple_bind(self, ctx, grad_req, type_dict, kwargs)
 
+    def gradient(self, wrt):
+        """A Symbol of the gradients of this symbol's outputs with respect to the variables
+        named in ``wrt``; its inputs are the forward variables plus one ``<output>_head_grad``
+        variable per output."""
+        from .gradient import gradient_symbol
+
+        return gradient_symbol(self, wrt)
+
     # -- values are not available --------------------------------------------------------
     asnumpy = _no_value("asnumpy", "return the Symbol and call asnumpy() on the NDArray result")
     asscalar = _no_value("asscalar", "return the Symbol and read the NDArray result")
@@ -389,19 +423,17 @@ def _install_operators():
         "add": ("_Plus", "_PlusScalar", None), "sub": ("_Minus", "_MinusScalar", "_RMinusScalar"),
         "mul": ("_Mul", "_MulScalar", None), "truediv": ("_Div", "_DivScalar", "_RDivScalar"),
         "mod": ("_Mod", "_ModScalar", "_RModScalar"),
-        "pow": ("_Power", "_PowerScalar", "_RPowerScalar"),
+        "pow": ("_Power", "_PowerScalar", "_rpower_scalar"),  # MXNet: 2 ** x is _rpower_scalar0
     }
     for key, (array_op, scalar_op, rscalar_op) in table.items():
         method, reflected = _operator(array_op, scalar_op, rscalar_op)
         setattr(Symbol, f"__{key}__", method)
         setattr(Symbol, f"__r{key}__", reflected)
     Symbol.__div__, Symbol.__rdiv__ = Symbol.__truediv__, Symbol.__rtruediv__
-    compare = {"eq": ("_equal", "_EqualScalar"), "ne": ("_not_equal", "_NotEqualScalar"),
-               "gt": ("_greater", "_GreaterScalar"), "ge": ("_greater_equal",
-                                                           "_GreaterEqualScalar"),
-               "lt": ("_lesser", "_LesserScalar"), "le": ("_lesser_equal", "_LesserEqualScalar")}
-    for key, (array_op, scalar_op) in compare.items():
-        setattr(Symbol, f"__{key}__", _operator(array_op, scalar_op)[0])
+    compare = {"eq": "_equal", "ne": "_not_equal", "gt": "_greater", "ge": "_greater_equal",
+               "lt": "_lesser", "le": "_lesser_equal"}  # MXNet names these _greater_scalar0
+    for key, array_op in compare.items():
+        setattr(Symbol, f"__{key}__", _operator(array_op, f"{array_op}_scalar")[0])
     for key in ("add", "sub", "mul", "truediv", "mod", "pow"):
         setattr(Symbol, f"__i{key}__", _no_value(f"in-place {key} (__i{key}__)",
                                                  "use the out-of-place operator (x = x + y)"))
