@@ -52,7 +52,7 @@ def test_symbol_ending_in_a_loss_needs_no_head_gradient():
                                         label, name="lro")
     ex = net.simple_bind(mx.cpu(), data=(2, 4), label=(2, 3))
     rng = np.random.RandomState(0)
-    for name, arr in ex.arg_dict.items():
+    for arr in ex.arg_dict.values():
         arr[:] = rng.uniform(-1, 1, arr.shape)
     ex.forward(is_train=True)
     ex.backward()

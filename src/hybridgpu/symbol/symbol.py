@@ -17,7 +17,8 @@ from __future__ import annotations
 import copy
 import numbers
 
-from .. import attribute, name as naming, ops
+from .. import attribute, ops
+from .. import name as naming
 from ..base import MXNetError
 from ..graph import Entry, Graph, Node, infer_shapes, infer_types, unknown_inputs
 
@@ -27,7 +28,7 @@ __all__ = ["Symbol", "apply_op", "NotAvailableOnSymbol"]
 _HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
 
 
-class NotAvailableOnSymbol(MXNetError):
+class NotAvailableOnSymbol(MXNetError):  # noqa: N818  (public name; it is an MXNetError)
     """An NDArray-only operation (a value, an in-place op) used on a Symbol."""
 
 
