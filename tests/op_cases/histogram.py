@@ -2,17 +2,11 @@
 edges given as the input ``bins``, checked against ``numpy.histogram`` on random data and
 against counts MXNet 1.9.1 printed for values on the edges, integer data, a degenerate range
 and NaN. The op has no gradient.
-
-The cases exist once the op is registered (``hybridgpu.ops`` imports ``histogram``); until
-then ``TESTED_ELSEWHERE`` points at ``tests/test_symbol_api.py``, which imports the op module
-itself and tests ``nd.histogram`` / ``sym.histogram``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from hybridgpu import ops
 
 from op_harness import OpCase
 
@@ -69,8 +63,4 @@ _CASES = [
           _known([1, 2, 3], [0, 1, 3, 5]), "int-edges", dtypes=_INT32),
 ]
 
-# Registered only when hybridgpu.ops imports ops/histogram.py (or a test imported it first).
-CASES = _CASES if ops.exists("_histogram") else []
-
-TESTED_ELSEWHERE = {"_histogram": "tests/test_symbol_api.py (nd.histogram, sym.histogram) "
-                                  "and the CASES here once hybridgpu.ops imports histogram"}
+CASES = _CASES

@@ -18,6 +18,7 @@ import numpy as np
 
 import hybridgpu as mx
 import hybridgpu.ops.linalg_extra  # noqa: F401  TEMPORARY: until ops/__init__.py imports it
+
 from op_harness import OpCase
 
 

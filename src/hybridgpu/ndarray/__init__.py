@@ -21,10 +21,11 @@ from .utils import __all__ as _utils_all
 populate(globals())
 # Hand-written helpers win over generated functions of the same name.
 from .creation import *  # noqa: E402, F403
+from .histogram import histogram  # noqa: E402
 from .splitting import split_v2  # noqa: E402
 from .ufunc import *  # noqa: E402, F403
 from .utils import *  # noqa: E402, F403
 
-__all__ = ["NDArray", "invoke", "_internal", "contrib", "linalg", "random", "split_v2",
+__all__ = ["NDArray", "invoke", "_internal", "contrib", "linalg", "random", "split_v2", "histogram",
            *_creation_all,
            *_ufunc_all, *_utils_all]

@@ -22,7 +22,6 @@ import warnings
 import numpy as np
 
 from .. import ops
-from ..ops import histogram as _histogram_op  # noqa: F401  (registers _histogram)
 from .imperative import invoke
 from .ndarray import NDArray
 

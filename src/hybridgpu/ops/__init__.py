@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     creation,
     elemwise_binary,
     elemwise_unary,
+    histogram,
     index,
     join,
     linalg,

@@ -19,8 +19,9 @@ All gradients are ops: ``inverse`` gives ``-A^-T g A^-T`` (``linalg_gemm2``), ``
 Deliberate differences from MXNet: the decompositions take float32 and float64 only (as
 MXNet), but the structural ops (``extractdiag``, ``makediag``, ``extracttrian``,
 ``maketrian``, ``diag``) take any dtype; a singular matrix in ``inverse``, ``potri`` or
-``trsm`` raises MXNetError (MXNet's ``trsm``/``potri`` return inf/nan); on gpu, CuPy does not
-detect a failed Cholesky or a singular matrix and returns NaNs.
+``trsm`` raises MXNetError (MXNet's ``trsm``/``potri`` return inf/nan), and so does the
+gradient of ``det``/``slogdet`` at a singular matrix (MXNet gives zeros); on gpu, CuPy by
+default does not check for a failed Cholesky or a singular matrix and returns NaNs or infs.
 
 Example:
     >>> import numpy as np
