@@ -9,27 +9,7 @@ import math
 
 import numpy as np
 
-import hybridgpu as mx
-import hybridgpu.ops.nn_extra  # noqa: F401  TEMPORARY: until ops/__init__.py imports it
-
 from op_harness import OpCase
-
-
-def _expose_late_ops():
-    """TEMPORARY: add ``nd``/``sym`` functions for ops registered after hybridgpu was imported
-    (remove with the import above once ``ops/__init__.py`` imports the module)."""
-    from hybridgpu.ndarray.register import populate as nd_populate
-    from hybridgpu.symbol.register import populate as sym_populate
-
-    for populate, root in ((nd_populate, mx.nd), (sym_populate, mx.sym)):
-        for module, sub in ((root, ""), (root._internal, "_internal")):
-            for key, fn in populate({}, sub).items():
-                if not hasattr(module, key):
-                    setattr(module, key, fn)
-
-
-_expose_late_ops()
-
 
 # -- LRN --------------------------------------------------------------------------------------
 

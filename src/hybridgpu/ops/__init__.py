@@ -10,6 +10,7 @@ Example:
 """
 
 from . import (  # noqa: F401  (each module registers its ops)
+    assign,
     conv,
     creation,
     elemwise_binary,
@@ -18,8 +19,10 @@ from . import (  # noqa: F401  (each module registers its ops)
     index,
     join,
     linalg,
+    linalg_extra,
     loss,
     nn_basic,
+    nn_extra,
     nn_misc,
     norm,
     pool,
