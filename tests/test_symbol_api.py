@@ -6,9 +6,7 @@ errors for NDArray-only operations; then the module functions of ``symbol/functi
 ``nd.histogram``.
 
 Every expected name, list and message below was printed by MXNet 1.9.1 (``.oracle``); values
-are computed with NumPy. Tests marked with ``_gap(fix)`` are MXNet behaviours hybridgpu does not
-match yet: each names the file and the fix (xfail, not strict: symbol.py is being fixed while
-this file is written; remove a mark once its test passes).
+are computed with NumPy.
 """
 
 from __future__ import annotations
@@ -27,14 +25,6 @@ from hybridgpu.graph import evaluate
 from hybridgpu.ndarray.histogram import histogram as nd_histogram
 from hybridgpu.symbol import NotAvailableOnSymbol
 from hybridgpu.symbol.register import make_function
-
-
-def _gap(fix):
-    return pytest.mark.xfail(strict=False, reason=f"not MXNet's behaviour yet; fix: {fix}")
-
-
-_HIDDEN_FIX = ("register.var and Symbol._set_attr: write lr_mult, wd_mult, ctx_group, "
-               "force_mirroring, mirror_stage as __key__, as apply_op's _graph_attrs does")
 
 
 @pytest.fixture(autouse=True)
@@ -135,9 +125,6 @@ def test_var_refuses_other_keywords_and_non_string_names():
         mx.sym.var(1)
 
 
-@_gap("register.var: extra['__storage_type__'] = '0' for 'default' (1 row_sparse, 2 csr); "
-      "extra['__shape__'] = str(shape) (as given); ValueError('Set Attr only accepts string "
-      "values') for a non-string value in attr")
 def test_var_writes_stype_and_shape_like_mxnet_and_refuses_non_string_attr():
     assert mx.sym.var("w", stype="default").list_attr() == {"__storage_type__": "0"}
     assert mx.sym.var("w", shape=3).list_attr() == {"__shape__": "3"}
@@ -146,7 +133,6 @@ def test_var_writes_stype_and_shape_like_mxnet_and_refuses_non_string_attr():
         mx.sym.var("w", attr={"a": 1})
 
 
-@_gap("symbol.py Symbol.attr: value = _listed(node).get(key)")
 def test_attr_reads_hidden_keys_without_underscores():
     assert mx.sym.var("v", lr_mult=2.0).attr("lr_mult") == "2.0"
 
@@ -166,7 +152,6 @@ def test_ops_with_parameters_refuse_plain_graph_attributes():
                               "lr_mult": "5"}
 
 
-@_gap(_HIDDEN_FIX)
 def test_set_attr_and_var_store_hidden_keys_with_underscores():
     q = mx.sym.var("q")
     q._set_attr(lr_mult="3")
@@ -223,7 +208,6 @@ def test_get_children_are_the_inputs_of_the_output_nodes():
     assert group.get_children().list_outputs() == ["x", "fc_weight", "fc_bias", "fc_output"]
 
 
-@_gap("symbol.py get_children: take each output node's inputs once (dedupe nodes by id)")
 def test_get_children_of_a_multi_output_node_lists_its_inputs_once():
     stats = mx.sym.BatchNorm(mx.sym.var("a"), name="bn2", output_mean_var=True)
     assert stats.get_children().list_outputs() == [
@@ -289,8 +273,6 @@ def test_compose_errors():
         b(x=mx.sym.Group([tt, mx.sym.var("y")]))
 
 
-@_gap("symbol.py _compose: raise MXNetError('Keyword argument name zz not found', listing "
-      "list_arguments()) for a keyword that names no argument; same for extra positionals")
 def test_compose_with_an_unknown_keyword_raises():
     b = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=3, name="b")
     with pytest.raises(MXNetError, match="zz"):
@@ -382,8 +364,6 @@ def test_operators_refuse_other_operand_types(sign):
         _OPERATORS[sign](mx.sym.var("x"), [1])
 
 
-@_gap("symbol.py _operator: for == and != raise TypeError('type <class ...> not supported') "
-      "instead of returning NotImplemented (Python then compares identities)")
 def test_equality_with_a_non_number_raises():
     with pytest.raises(TypeError):
         mx.sym.var("x") == "a"  # noqa: B015
@@ -510,9 +490,6 @@ def test_shape_conflict_names_the_node_and_both_shapes():
         mx.sym.broadcast_add(x, y).infer_shape(x=(2, 3), y=(4, 3))
 
 
-@_gap("symbol.py _infer_shape: raise MXNetError naming a keyword that is no argument or "
-      "auxiliary state; TypeError('Arguments need to be shapes (tuple), but 'x' is <class "
-      "'int'>') for a shape that is not a tuple or list")
 def test_infer_shape_refuses_unknown_names_and_non_shapes():
     _, _, act = _net()
     with pytest.raises(MXNetError, match="z"):
@@ -535,8 +512,6 @@ def test_infer_type_returns_numpy_types():
         (x + mx.sym.var("y")).infer_type(x=np.float32, y=np.float64)
 
 
-@_gap("symbol.py: add infer_type_partial (unknown types as None instead of (None, None, "
-      "None))")
 def test_infer_type_partial():
     _, _, act = _net()
     assert act.infer_type_partial() == ([None, None, None], [None], [])
@@ -590,8 +565,6 @@ def test_ndarray_only_operations_raise_and_say_what_to_do(action, instead):
     assert "not available on Symbol" in str(info.value) and instead in str(info.value)
 
 
-@_gap("symbol/methods.py (new): attach MXNet's fluent Symbol methods (reshape, sum, astype, "
-      "flatten, expand_dims, ...) as ndarray/methods.py does for NDArray")
 def test_fluent_methods():
     x = mx.sym.var("x")
     assert [x.reshape((2, 3)).name, x.sum(axis=1).name, x.astype("float16").name] == [

@@ -15,6 +15,7 @@ from .symbol import NotAvailableOnSymbol, Symbol
 populate(globals())
 # Hand-written module functions (pow, maximum, zeros, arange, split_v2, ...) and the JSON
 # readers win over generated functions of the same name.
+from . import methods  # noqa: E402, F401  (attaches x.reshape(), x.sum(), ... to Symbol)
 from .functions import *  # noqa: E402, F403
 from .functions import __all__ as _functions_all  # noqa: E402
 from .json_format import fromjson, load, load_json  # noqa: E402

@@ -21,15 +21,16 @@ from .. import attribute, ops
 from ..base import MXNetError
 from ..graph import Entry, Node
 from ..ops.calling import bind_arguments
-from .symbol import Symbol, apply_op
+from .symbol import Symbol, apply_op, string_attrs
 
 __all__ = ["make_function", "populate", "var", "Variable", "Group"]
 
 _P = inspect.Parameter
 
-# MXNet writes a variable's dtype as its numeric type flag.
+# MXNet writes a variable's dtype and storage type as numeric flags.
 _TYPE_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
               "int64": 6, "bool": 7}
+_STYPE_FLAG = {"default": 0, "row_sparse": 1, "csr": 2}
 
 
 def _signature(op):
@@ -102,9 +103,9 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
     """
     if not isinstance(name, str):
         raise TypeError(f"Expect a string for variable `name`, got {type(name).__name__}")
-    extra = attribute.current().get(attr)
+    extra = string_attrs(attribute.current().get(attr))
     if shape is not None:
-        extra["__shape__"] = str(tuple(shape))
+        extra["__shape__"] = str(shape)  # as given, like MXNet: '3', '[2]', '(3, 4)'
     if lr_mult is not None:
         extra["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:
@@ -114,7 +115,10 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
     if init is not None:
         extra["__init__"] = init if isinstance(init, str) else init.dumps()
     if stype is not None:
-        extra["__storage_type__"] = str(stype)
+        if stype not in _STYPE_FLAG:
+            raise MXNetError(f"var {name!r}: unknown storage type {stype!r}; expected one of "
+                             f"{list(_STYPE_FLAG)}")
+        extra["__storage_type__"] = str(_STYPE_FLAG[stype])
     for key, value in kwargs.items():
         if not (key.startswith("__") and key.endswith("__")):
             raise ValueError(f"Attribute name={key} is not supported. Additional attributes "

@@ -22,7 +22,7 @@ from .. import name as naming
 from ..base import MXNetError
 from ..graph import Entry, Graph, Node, infer_shapes, infer_types, unknown_inputs
 
-__all__ = ["Symbol", "apply_op", "NotAvailableOnSymbol"]
+__all__ = ["Symbol", "apply_op", "NotAvailableOnSymbol", "string_attrs"]
 
 # Keys MXNet lists both as ``__key__`` and ``key`` in list_attr.
 _HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
@@ -92,12 +92,14 @@ def _input_entry(op, node_name, input_name, value, var_attrs):
     return entry
 
 
-def _operator(array_op, scalar_op, rscalar_op=None):
+def _operator(array_op, scalar_op, rscalar_op=None, strict=False):
     def method(self, other):
         if isinstance(other, Symbol):
             return _call(array_op, [self, other], {})
         if isinstance(other, numbers.Number):
             return _call(scalar_op, [self], {"scalar": other})
+        if strict:  # == and != would otherwise fall back to identity and answer False
+            raise TypeError(f"type {type(other)} not supported")
         return NotImplemented
 
     def reflected(self, other):
@@ -182,7 +184,8 @@ class Symbol:
 
     def get_children(self):
         """A group of the inputs of this symbol's node(s); None for a variable."""
-        entries = [i for e in self._outputs for i in e.node.inputs]
+        nodes = {id(e.node): e.node for e in self._outputs}.values()
+        entries = [i for node in nodes for i in node.inputs]
         return Symbol(entries) if entries else None
 
     def __len__(self):
@@ -222,9 +225,7 @@ class Symbol:
 
     def attr(self, key):
         """The attribute ``key`` of this symbol's node as a string, or None."""
-        node = self._single_node("attr")
-        value = node.extra.get(key, node.given_attrs.get(key))
-        return None if value is None else str(value)
+        return _listed(self._single_node("attr")).get(key)
 
     def list_attr(self, recursive=False):
         """The node's attributes (strings). ``recursive=True`` is gone since MXNet 1.x: use
@@ -242,10 +243,7 @@ class Symbol:
     def _set_attr(self, **kwargs):
         """Set string attributes on this symbol's node."""
         node = self._single_node("_set_attr")
-        for key, value in kwargs.items():
-            if not isinstance(value, str):
-                raise ValueError(f"Set Attr only accepts string values, got {key}={value!r}")
-            node.extra[key] = value
+        node.extra.update(string_attrs(kwargs))
 
     # -- composition and copies ----------------------------------------------------------
     def __copy__(self):
@@ -276,7 +274,15 @@ class Symbol:
         for value in (*args, *kwargs.values()):
             if not isinstance(value, Symbol) or len(value) != 1:
                 raise TypeError(f"compose expects single-output Symbols, got {value!r}")
-        replace = dict(zip(self.list_arguments(), args)) if args else kwargs
+        arguments = self.list_arguments()
+        if len(args) > len(arguments):
+            raise MXNetError(f"compose: {len(args)} positional inputs for {len(arguments)} "
+                             f"arguments {arguments}")
+        unknown = [k for k in kwargs if k not in self.list_inputs()]
+        if unknown:
+            raise MXNetError(f"Keyword argument name {unknown[0]} not found; the inputs are "
+                             f"{self.list_inputs()}")
+        replace = dict(zip(arguments, args)) if args else kwargs
         graph = self._graph()
         for node in graph.nodes:
             node.inputs = [replace[e.node.name]._outputs[0]
@@ -299,7 +305,11 @@ class Symbol:
         return self._infer_shape(args, kwargs, partial=True)
 
     def _infer_shape(self, args, kwargs, partial):
-        given = dict(zip(self.list_arguments(), args)) if args else dict(kwargs)
+        given = self._given("infer_shape", args, kwargs)
+        for key, shape in given.items():
+            if shape is not None and not isinstance(shape, (tuple, list)):
+                raise TypeError(f"Arguments need to be shapes (tuple), but {key!r} is "
+                                f"{type(shape)}.")
         graph = self._graph()
         infer_shapes(graph, {k: v for k, v in given.items() if v is not None})
         if not partial and unknown_inputs(graph):
@@ -307,16 +317,37 @@ class Symbol:
         return self._triples(graph, graph.shapes, () if partial else None)
 
     def infer_type(self, *args, **kwargs):
-        """``(arg_types, out_types, aux_types)`` as NumPy types from input dtypes."""
+        """``(arg_types, out_types, aux_types)`` as NumPy types from input dtypes;
+        ``(None, None, None)`` when some stay unknown."""
+        triples = self.infer_type_partial(*args, **kwargs)
+        if any(t is None for part in triples for t in part):
+            return None, None, None
+        return triples
+
+    def infer_type_partial(self, *args, **kwargs):
+        """Like ``infer_type`` but unknown types come back as None."""
         import numpy as np
 
-        given = dict(zip(self.list_arguments(), args)) if args else dict(kwargs)
+        given = self._given("infer_type", args, kwargs)
         graph = self._graph()
         infer_types(graph, {k: np.dtype(v).name for k, v in given.items() if v is not None})
         triples = self._triples(graph, graph.dtypes, None)
-        if any(t is None for part in triples for t in part):
-            return None, None, None
-        return tuple([np.dtype(t).type for t in part] for part in triples)
+        return tuple([None if t is None else np.dtype(t).type for t in part]
+                     for part in triples)
+
+    def _given(self, what, args, kwargs):
+        """Inputs given positionally (in ``list_arguments`` order) or by name, checked."""
+        if args and kwargs:
+            raise TypeError(f"{what}: give inputs either positionally or by name, not both")
+        arguments = self.list_arguments()
+        if len(args) > len(arguments):
+            raise MXNetError(f"{what}: {len(args)} positional inputs for {len(arguments)} "
+                             f"arguments {arguments}")
+        unknown = [k for k in kwargs if k not in self.list_inputs()]
+        if unknown:
+            raise MXNetError(f"{what}: {unknown[0]!r} is not an input of this symbol; the "
+                             f"inputs are {self.list_inputs()}")
+        return dict(zip(arguments, args)) if args else dict(kwargs)
 
     def _triples(self, graph, table, missing):
         aux = self._aux_variable_ids(graph)
@@ -409,6 +440,17 @@ class Symbol:
     __hash__ = object.__hash__
 
 
+def string_attrs(attrs):
+    """Graph-level attributes as MXNet stores them: string values only, hidden keys
+    (``lr_mult``) with underscores (``__lr_mult__``)."""
+    out = {}
+    for key, value in (attrs or {}).items():
+        if not isinstance(value, str):
+            raise ValueError(f"Set Attr only accepts string values, got {key}={value!r}")
+        out[f"__{key}__" if key in _HIDDEN_KEYS else key] = value
+    return out
+
+
 def _listed(node):
     """The attributes MXNet lists for a node: given op attributes and graph-level ones, with
     hidden keys (``__lr_mult__``) listed also without underscores."""
@@ -434,7 +476,8 @@ def _install_operators():
     compare = {"eq": "_equal", "ne": "_not_equal", "gt": "_greater", "ge": "_greater_equal",
                "lt": "_lesser", "le": "_lesser_equal"}  # MXNet names these _greater_scalar0
     for key, array_op in compare.items():
-        setattr(Symbol, f"__{key}__", _operator(array_op, f"{array_op}_scalar")[0])
+        setattr(Symbol, f"__{key}__",
+                _operator(array_op, f"{array_op}_scalar", strict=key in ("eq", "ne"))[0])
     for key in ("add", "sub", "mul", "truediv", "mod", "pow"):
         setattr(Symbol, f"__i{key}__", _no_value(f"in-place {key} (__i{key}__)",
                                                  "use the out-of-place operator (x = x + y)"))
