@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["MXNetError", "mx_real_t"]
+__all__ = ["MXNetError", "NotImplementedForSymbol", "mx_real_t"]
 
 #: The default floating point type, as in MXNet.
 mx_real_t = "float32"
@@ -24,3 +24,9 @@ class MXNetError(RuntimeError):
         ...     print(err)
         FullyConnected: num_hidden is required
     """
+
+
+class NotImplementedForSymbol(MXNetError):
+    """An NDArray-only operation (a value, an in-place op) was used on a Symbol; MXNet's name,
+    kept so ``except mx.base.NotImplementedForSymbol`` works. hybridgpu raises its subclass
+    ``hybridgpu.symbol.NotAvailableOnSymbol``, whose message says what to use instead."""

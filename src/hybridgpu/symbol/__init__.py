@@ -3,8 +3,8 @@ as ``mx.nd``), with ``name=`` and ``attr=``; plus ``var``, ``Group`` and the ``S
 
 Example:
     >>> import hybridgpu as mx
-    >>> x = mx.sym.var("data")
-    >>> (mx.sym.relu(x) + 1).name
+    >>> with mx.name.NameManager():  # fresh counters
+    ...     (mx.sym.relu(mx.sym.var("data")) + 1).name
     '_plusscalar0'
 """
 

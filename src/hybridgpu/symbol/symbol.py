@@ -19,7 +19,7 @@ import numbers
 
 from .. import attribute, ops
 from .. import name as naming
-from ..base import MXNetError
+from ..base import MXNetError, NotImplementedForSymbol
 from ..graph import Entry, Graph, Node, infer_shapes, infer_types, unknown_inputs
 
 __all__ = ["Symbol", "apply_op", "NotAvailableOnSymbol", "string_attrs"]
@@ -28,7 +28,7 @@ __all__ = ["Symbol", "apply_op", "NotAvailableOnSymbol", "string_attrs"]
 _HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
 
 
-class NotAvailableOnSymbol(MXNetError):  # noqa: N818  (public name; it is an MXNetError)
+class NotAvailableOnSymbol(NotImplementedForSymbol):  # noqa: N818  (public name)
     """An NDArray-only operation (a value, an in-place op) used on a Symbol."""
 
 
