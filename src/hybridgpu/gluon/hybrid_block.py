@@ -1,0 +1,275 @@
+"""``HybridBlock``: write ``hybrid_forward(F, x, **params)`` once; run it imperatively
+(``F = nd``) or, after ``hybridize()``, trace it once per input signature (``F = sym``) and
+replay the traced graph.
+
+The cache key is (argument structure, shapes, dtypes, context, train mode), so a new shape
+retraces instead of failing, and ``if autograd.is_training():`` inside ``hybrid_forward`` is
+never frozen into the wrong mode. Inputs are traced as variables of known shape, so
+``x.shape`` works inside ``hybrid_forward``. Traced graphs run through the reference
+interpreter until the compiler issue lands.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> class Double(HybridBlock):
+    ...     def hybrid_forward(self, F, x):
+    ...         print("tracing" if F is mx.sym else "imperative", x.shape)
+    ...         return x * 2
+    >>> net = Double()
+    >>> net.hybridize()
+    >>> net(mx.nd.ones((1, 2))).asnumpy()
+    tracing (1, 2)
+    array([[2., 2.]], dtype=float32)
+    >>> net(mx.nd.ones((1, 2))).asnumpy()  # replayed: hybrid_forward does not run
+    array([[2., 2.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import OrderedDict
+
+from .. import modes, ndarray as nd, random_state, symbol
+from ..base import MXNetError
+from ..graph import Graph, evaluate, infer_shapes, infer_types
+from ..ndarray import NDArray
+from ..ops.rules import known
+from ..symbol import NotAvailableOnSymbol, Symbol
+from .block import Block
+from .nesting import flatten, regroup
+from .parameter import DeferredInitializationError
+
+__all__ = ["HybridBlock"]
+
+#: Signatures kept per block before the oldest is dropped (with one warning).
+MAX_TRACES = 8
+_HYBRIDIZE_FLAGS = ("static_alloc", "static_shape", "inline_limit", "forward_bulk_size",
+                    "backward_bulk_size", "cuda_graph", "clear", "backend")
+
+
+class _Trace:
+    """One traced signature: the graph to run and how its values map to arrays."""
+
+    def __init__(self, graph, input_names, params, out_format, symbol_):
+        self.graph = graph
+        self.input_names = input_names
+        self.params = params          # [(variable name, Parameter)]
+        self.out_format = out_format
+        self.symbol = symbol_         # the traced Symbol, for export
+
+
+def _is_leaf(value):
+    return isinstance(value, (NDArray, Symbol))
+
+
+def _width(value):
+    return len(value) if isinstance(value, Symbol) and len(value) > 1 else 0
+
+
+class HybridBlock(Block):
+    """A Block whose ``hybrid_forward(F, x, *args, **params)`` works with ``F = nd`` and
+    ``F = sym``; registered parameters arrive as keyword arguments."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix, params)
+        self._active = False
+        self._flags = {}
+        self._traces = OrderedDict()
+        self._last_trace = None
+        self._trace_lock = threading.Lock()
+        self._warned_cap = False
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cache()
+
+    def register_child(self, block, name=None):
+        if not isinstance(block, HybridBlock):
+            raise ValueError(f"Children of HybridBlock must also be HybridBlock, but {block} has "
+                             f"type {type(block)}. If you are using Sequential, please try "
+                             "HybridSequential instead.")
+        super().register_child(block, name)
+        self._clear_cache()
+
+    def _clear_cache(self):
+        if "_traces" in self.__dict__:
+            self._traces.clear()
+            self._last_trace = None
+
+    def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
+                  static_shape=False, inline_limit=2, forward_bulk_size=None,
+                  backward_bulk_size=None, cuda_graph=True, **kwargs):
+        """Trace and replay from the next call (recursively). ``static_alloc`` and
+        ``static_shape`` are accepted as in MXNet; ``cuda_graph=False`` turns off CUDA-graph
+        capture on gpu. Unknown keywords are refused here, not at the first forward."""
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.hybridize() got unexpected keyword "
+                            f"arguments {sorted(kwargs)}; accepted: {list(_HYBRIDIZE_FLAGS)}")
+        if backend is not None:
+            raise MXNetError(f"hybridize(backend={backend!r}): subgraph backends are not "
+                             "supported by hybridgpu")
+        self._active = active
+        self._flags = {"static_alloc": static_alloc, "static_shape": static_shape,
+                       "cuda_graph": cuda_graph}
+        if clear:
+            self._clear_cache()
+        super().hybridize(active, clear=clear, static_alloc=static_alloc,
+                          static_shape=static_shape, inline_limit=inline_limit,
+                          forward_bulk_size=forward_bulk_size,
+                          backward_bulk_size=backward_bulk_size, cuda_graph=cuda_graph)
+
+    # -- forward ------------------------------------------------------------------------
+    def forward(self, x, *args):
+        """Run ``hybrid_forward`` on NDArrays (imperative or traced) or build Symbols."""
+        if isinstance(x, Symbol):
+            return self._symbol_forward(x, *args)
+        if not isinstance(x, NDArray):
+            raise TypeError(f"HybridBlock requires the first argument to forward be either "
+                            f"Symbol or NDArray, but got {type(x)}")
+        ctx = x.context
+        self._check_contexts(ctx, args)
+        with ctx:
+            if self._active:
+                return self._call_traced(x, *args)
+            return self.hybrid_forward(nd, x, *args, **self._param_data(ctx, (x, *args)))
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """The computation, for ``F = nd`` and ``F = sym``; override it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward")
+
+    def _check_contexts(self, ctx, args):
+        flat, _ = flatten(list(args), "input", _is_leaf)
+        for i, arg in enumerate(flat, 1):
+            if isinstance(arg, NDArray) and arg.context != ctx:
+                raise MXNetError(f"{type(self).__name__} {self.name!r}: inputs are on different "
+                                 f"contexts: input 0 is on {ctx}, input {i} is on "
+                                 f"{arg.context}; move them with as_in_context first")
+
+    def _param_data(self, ctx, args):
+        try:
+            return {k: v.data(ctx) for k, v in self._reg_params.items()}
+        except DeferredInitializationError:
+            self._trace(*flatten(list(args), "input", _is_leaf), ctx)
+            return {k: v.data(ctx) for k, v in self._reg_params.items()}
+
+    def _symbol_forward(self, x, *args):
+        params = {k: v.var() for k, v in self._reg_params.items()}
+        try:
+            with self.name_scope():
+                return self.hybrid_forward(symbol, x, *args, **params)
+        except NotAvailableOnSymbol as err:
+            raise self._named(err) from None
+
+    def _named(self, err):
+        message = str(err)
+        if message.startswith("in HybridBlock"):
+            return err
+        return NotAvailableOnSymbol(f"in HybridBlock {self.name!r} ({type(self).__name__}."
+                                    f"hybrid_forward, while tracing): {message}")
+
+    # -- tracing and replay -------------------------------------------------------------
+    def _call_traced(self, *args):
+        flat, in_format = flatten(list(args), "input", _is_leaf)
+        ctx = args[0].context
+        key = (repr(in_format), tuple((a.shape, a._data.dtype.str) for a in flat), ctx,
+               modes.is_training())
+        trace = self._traces.get(key)
+        if trace is None:
+            with self._trace_lock:
+                trace = self._traces.get(key) or self._new_trace(key, flat, in_format, ctx)
+        values = {n: a._data for n, a in zip(trace.input_names, flat)}
+        for name, param in trace.params:
+            values[name] = param.data(ctx)._data
+        rng = random_state.generator(ctx)
+        with ctx.scope():
+            outs = evaluate(trace.graph, values, ctx.xp, is_train=modes.is_training(), rng=rng)
+        fresh = [o.copy() if e.node.is_variable else o
+                 for o, e in zip(outs, trace.graph.outputs)]  # never hand out a parameter
+        return regroup([NDArray(o, ctx) for o in fresh], trace.out_format)
+
+    def _new_trace(self, key, flat, in_format, ctx):
+        trace = self._trace(flat, in_format, ctx)
+        if len(self._traces) >= MAX_TRACES:
+            self._traces.popitem(last=False)
+            if not self._warned_cap:
+                self._warned_cap = True
+                warnings.warn(f"HybridBlock {self.name!r} has been traced for more than "
+                              f"{MAX_TRACES} input signatures (shapes, dtypes, contexts, train "
+                              "mode); the oldest traces are dropped and retraced when needed",
+                              stacklevel=4)
+        self._traces[key] = trace
+        return trace
+
+    def _trace(self, flat, in_format, ctx):
+        """Trace ``hybrid_forward`` with Symbols for the arrays ``flat``; fills deferred
+        parameter shapes and finishes their initialization."""
+        names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
+        inputs = [symbol.var(n, shape=a.shape, dtype=a.dtype) for n, a in zip(names, flat)]
+        grouped = regroup(inputs, in_format)
+        out = self._symbol_forward(*grouped)
+        flat_out, out_format = flatten(out, "output", lambda v: isinstance(v, Symbol), _width)
+        traced = symbol.Group(flat_out)
+        graph = Graph(traced._outputs)
+        infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
+        infer_shapes(graph, {n: a.shape for n, a in zip(names, flat)})
+        params = self._bind_parameters(graph)
+        for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
+            if node.name in names and node.is_variable:
+                node.extra.pop("__shape__", None)
+                node.extra.pop("__dtype__", None)
+        trace = _Trace(graph, names, params, out_format, traced)
+        self._last_trace = trace
+        return trace
+
+    def _bind_parameters(self, graph):
+        """``[(variable name, Parameter)]`` of the graph; completes deferred parameters."""
+        by_name = {p.name: p for p in self.collect_params().values()}
+        bound = []
+        for i, node in enumerate(graph.nodes):
+            param = by_name.get(node.name) if node.is_variable else None
+            if param is None:
+                continue
+            inferred = graph.shapes.get((i, 0))
+            if not known(param.shape) and known(inferred):
+                param.shape = inferred
+            if param._deferred_init:
+                param._finish_deferred_init()
+            bound.append((node.name, param))
+        unused = sorted(set(by_name) - {n for n, _ in bound})
+        for name in unused:
+            warnings.warn(f"Parameter {name} is not used by any computation. Is this intended?",
+                          stacklevel=6)
+        return bound
+
+    # -- graphs out ---------------------------------------------------------------------
+    def infer_shape(self, *args):
+        """Complete unknown parameter shapes from input arrays' shapes."""
+        self._trace(*flatten(list(args), "input", _is_leaf), args[0].context)
+
+    def infer_type(self, *args):
+        """Complete parameter dtypes from the input arrays' dtypes."""
+        trace = self._trace(*flatten(list(args), "input", _is_leaf), args[0].context)
+        for i, node in enumerate(trace.graph.nodes):
+            for name, param in trace.params:
+                if node.name == name and trace.graph.dtypes.get((i, 0)):
+                    param.dtype = trace.graph.dtypes[(i, 0)]
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (MXNet's files) of the last
+        traced graph; returns their names."""
+        if self._last_trace is None:
+            raise RuntimeError("Please first call block.hybridize() and then run forward with "
+                               "this block at least once before calling export.")
+        traced = self._last_trace.symbol
+        sym_file, params_file = f"{path}-symbol.json", f"{path}-{epoch:04d}.params"
+        traced.save(sym_file)
+        args, aux = set(traced.list_arguments()), set(traced.list_auxiliary_states())
+        arrays = {}
+        for name, param in self.collect_params().items():
+            if name in args:
+                arrays[f"arg:{name}"] = param._reduce()
+            elif name in aux:
+                arrays[f"aux:{name}"] = param._reduce()
+        nd.save(params_file, arrays)
+        return sym_file, params_file

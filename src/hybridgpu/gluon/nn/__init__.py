@@ -1,0 +1,11 @@
+"""``mx.gluon.nn``: MXNet 1.x's layers (Dense, Conv2D, BatchNorm, ...) with MXNet's parameter
+names, so weights saved by MXNet load."""
+
+from .activations import *  # noqa: F403
+from .activations import __all__ as _activations_all
+from .basic_layers import *  # noqa: F403
+from .basic_layers import __all__ as _basic_all
+from .conv_layers import *  # noqa: F403
+from .conv_layers import __all__ as _conv_all
+
+__all__ = [*_basic_all, *_activations_all, *_conv_all]

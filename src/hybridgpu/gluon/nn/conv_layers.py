@@ -1,0 +1,2 @@
+"""(being written this session)"""
+__all__ = []
