@@ -29,7 +29,8 @@ import threading
 import warnings
 from collections import OrderedDict
 
-from .. import modes, ndarray as nd, random_state, symbol
+from .. import modes, random_state, symbol
+from .. import ndarray as nd
 from ..base import MXNetError
 from ..graph import Graph, evaluate, infer_shapes, infer_types
 from ..ndarray import NDArray
