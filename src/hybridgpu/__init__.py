@@ -8,15 +8,17 @@ Example:
     12.0
 """
 
-from . import attribute, base, context, name, ndarray, ops, random, symbol
+from . import attribute, base, context, gluon, initializer, name, ndarray, ops, random, symbol
 from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 
 nd = ndarray
 sym = symbol
+init = initializer
 
 __version__ = "0.1.0"
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
+           "gluon", "initializer", "init",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]

@@ -62,8 +62,6 @@ class Parameter:
         self.init = init
         self.allow_deferred_init = allow_deferred_init
         self._differentiable = differentiable
-        self._grad_req = None
-        self.grad_req = grad_req if differentiable else "null"
         if stype != "default" or grad_stype != "default":
             raise MXNetError(f"Parameter {name!r}: sparse storage ({stype}/{grad_stype}) is not "
                              "supported by hybridgpu")
@@ -71,6 +69,8 @@ class Parameter:
         self._grad = None       # OrderedDict ctx -> NDArray
         self._deferred_init = ()  # (init, contexts, default_init) while waiting for a shape
         self._var = None
+        self._grad_req = None
+        self.grad_req = grad_req if differentiable else "null"
 
     def __repr__(self):
         return f"{type(self).__name__} {self.name} (shape={self.shape}, dtype={self.dtype})"
@@ -275,7 +275,8 @@ class Parameter:
 
         if self._var is None:
             self._var = symbol.var(self.name, shape=self._shape, dtype=self.dtype,
-                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init)
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                   stype="default")
         return self._var
 
     def _reduce(self):

@@ -83,9 +83,22 @@ def bound_index(xp, idx, n, mode, op):
 
 
 def scatter_add_flat(xp, size, positions, values, dtype):
-    """A flat array of ``size`` zeros with ``values`` added at ``positions`` (repeats add)."""
-    out = xp.bincount(positions.reshape(-1), weights=values.reshape(-1).astype(np.float64),
-                      minlength=size)
+    """A flat array of ``size`` zeros with ``values`` added at ``positions`` (repeats add),
+    summed in float64. ``positions`` must lie in ``[0, size)``.
+
+    NumPy: ``bincount``. CuPy: ``cupyx.scatter_add`` into float64 zeros, since
+    ``cupy.bincount`` reads the largest position and checks for negative ones on the host (two
+    device syncs per call).
+    """
+    positions = positions.reshape(-1)
+    weights = values.reshape(-1).astype(np.float64)
+    if xp is np:
+        out = xp.bincount(positions, weights=weights, minlength=size)
+    else:
+        import cupyx  # only reached with CuPy arrays, which have cupyx beside them
+
+        out = xp.zeros(size, dtype=np.float64)
+        cupyx.scatter_add(out, positions, weights)
     return out.astype(dtype)
 
 
@@ -213,6 +226,11 @@ _TAKE_ATTRS = {
 }
 
 
+def _raise_mode(attrs):
+    """``host_sync`` of take and its gradient: mode='raise' reads the index range on the host."""
+    return attrs["mode"] == "raise"
+
+
 def _take_compute(xp, a, indices, axis=0, mode="clip"):
     ax = _axis("take", axis, a.shape)
     idx = bound_index(xp, int_index(indices), a.shape[ax], mode, "take")
@@ -235,7 +253,7 @@ def _take_grad(F, ins, outs, gouts, axis=0, mode="clip"):
 register(OpDef(
     "take", inputs=("a", "indices"), attrs=_TAKE_ATTRS, compute=_take_compute,
     infer_shape=_take_shape, infer_type=_first_type, grad=_take_grad,
-    nondiff_inputs=("indices",),
+    nondiff_inputs=("indices",), host_sync=_raise_mode,
     doc="Slices of ``a`` along ``axis`` at ``indices``: shape "
         "``a.shape[:axis] + indices.shape + a.shape[axis+1:]``.",
     example="nd.take(nd.ones((3, 4)), nd.array([[0, 2]]), axis=1).shape  # (3, 1, 2)"))
@@ -256,7 +274,7 @@ def _take_backward_compute(xp, g, indices, data, axis=0, mode="clip"):
 register(OpDef(
     "_backward_take", inputs=("ograd", "indices", "data"), attrs=_TAKE_ATTRS,
     compute=_take_backward_compute, infer_shape=lambda attrs, s: (s, [s[2]]),
-    infer_type=_first_type, nondiff_inputs=("indices", "data"),
+    infer_type=_first_type, nondiff_inputs=("indices", "data"), host_sync=_raise_mode,
     grad=lambda F, ins, outs, gouts, axis=0, mode="clip": [
         F.take(gouts[0], ins[1], axis=axis, mode=mode), None, None],
     doc="Gradient of take: ``ograd`` slices added into zeros shaped like data at the "
@@ -406,6 +424,7 @@ def _gather_nd_shape(attrs, in_shapes):
 register(OpDef(
     "gather_nd", inputs=("data", "indices"), compute=_gather_nd_compute,
     infer_shape=_gather_nd_shape, infer_type=_first_type, nondiff_inputs=("indices",),
+    host_sync=True,  # the range check of the index tuples reads one bool on the host
     grad=lambda F, ins, outs, gouts: [
         F._backward_gather_nd(gouts[0], ins[1], shape=ins[0].shape), None],
     doc="Elements or slices of data at the index tuples in the first axis of indices: "
@@ -465,7 +484,7 @@ register(OpDef(
 register(OpDef(
     "_backward_gather_nd", inputs=("data", "indices"), attrs=_SCATTER_ATTRS,
     compute=_scatter_add_compute, infer_shape=_scatter_shape("_backward_gather_nd"),
-    infer_type=_first_type, nondiff_inputs=("indices",),
+    infer_type=_first_type, nondiff_inputs=("indices",), host_sync=True,  # range check
     grad=lambda F, ins, outs, gouts, shape: [F.gather_nd(gouts[0], ins[1]), None],
     doc="Gradient of gather_nd: zeros of ``shape`` with data added at the index tuples "
         "(repeated indices add up)."))
