@@ -8,12 +8,12 @@ The guard (see docs/cupy_audit.md):
   ``kind``, ``take`` has no ``mode``); it unwraps its arguments, calls NumPy and wraps the
   results as ``DeviceArray`` (a NumPy scalar result becomes a 0-d array, as in CuPy).
 * ``DeviceArray`` plays ``cupy.ndarray``: operators and methods work, but ``np.<ufunc>`` or
-  ``np.<function>`` called on it raise ``DirectNumpyCall`` (a NumPy scalar on the left of an
+  ``np.<function>`` called on it raise ``DirectNumpyCallError`` (a NumPy scalar on the left of an
   operator is allowed: CuPy handles that too); ``bool``/``int``/``float``/``item``/``tolist``
-  and boolean-mask indexing are host syncs (``HostSync``); iterating over it raises
-  ``ElementLoop``; ``np.asarray``/``np.array`` on it raise ``HostConversion``; a plain NumPy
-  array mixed into a device call raises ``HostArrayMix`` (CuPy accepts host arrays only in
-  ``cupy.asarray``/``cupy.array``).
+  and boolean-mask indexing are host syncs (``HostSyncError``); iterating over it raises
+  ``ElementLoopError``; ``np.asarray``/``np.array`` on it raise ``HostConversionError``; a
+  plain NumPy array mixed into a device call raises ``HostArrayMixError`` (CuPy accepts host
+  arrays only in ``cupy.asarray``/``cupy.array``).
 * ``cupyx.scatter_add`` and ``cupyx.scipy.special`` are stubbed in ``sys.modules`` while a
   compute runs (SciPy computes the special functions when installed), so the ``xp is not np``
   branches run too; random ops get a ``DeviceRandomState`` with CuPy's methods only.
@@ -48,35 +48,35 @@ _NP_ARRAY, _NP_ASARRAY = np.array, np.asarray  # the originals, used while they 
 
 # -- errors and the session that records syncs ------------------------------------------------
 
-class DeviceMisuse(AssertionError):
+class DeviceMisuseError(AssertionError):
     """compute used a device array in a way that fails or is slow on CuPy."""
 
 
-class DirectNumpyCall(DeviceMisuse):
+class DirectNumpyCallError(DeviceMisuseError):
     """``np.<fn>`` called on a device array instead of ``xp.<fn>``."""
 
 
-class HostSync(DeviceMisuse):
+class HostSyncError(DeviceMisuseError):
     """A device value read on the host by an op that does not declare ``host_sync``."""
 
 
-class HostConversion(DeviceMisuse):
+class HostConversionError(DeviceMisuseError):
     """``np.asarray``/``np.array`` on a device array (a silent copy to the host)."""
 
 
-class HostArrayMix(DeviceMisuse):
+class HostArrayMixError(DeviceMisuseError):
     """A plain NumPy array passed where CuPy needs a device array."""
 
 
-class ElementLoop(DeviceMisuse):
+class ElementLoopError(DeviceMisuseError):
     """A Python loop over the elements of a device array."""
 
 
-class MissingInCupy(DeviceMisuse):
+class MissingInCupyError(DeviceMisuseError):
     """A function or method CuPy does not have."""
 
 
-class UnsupportedSignature(DeviceMisuse):
+class UnsupportedSignatureError(DeviceMisuseError):
     """An argument CuPy's version of the function does not take."""
 
 
@@ -102,8 +102,8 @@ def _sync(what):
         return
     session = _SESSIONS[-1]
     if not session.allow_sync:
-        _misuse(HostSync, f"{what} reads a device value on the host (a device sync), but the op "
-                          "does not declare host_sync for these attributes")
+        _misuse(HostSyncError, f"{what} reads a device value on the host (a device sync), but "
+                               "the op does not declare host_sync for these attributes")
     session.syncs.append(what)
 
 
@@ -153,16 +153,17 @@ def _holds(values, test):
 
 
 def _check_device(what, args, kwargs=None, allow_0d=False):
-    """HostArrayMix when a plain NumPy array is among the arguments."""
+    """HostArrayMixError when a plain NumPy array is among the arguments."""
     def host(v):
         return type(v) is np.ndarray and not (allow_0d and v.ndim == 0)
 
     if _holds(args, host) or (kwargs and _holds(kwargs.values(), host)):
-        _misuse(HostArrayMix, f"{what} got a host (NumPy) array; CuPy takes host arrays only in "
-                              "xp.asarray/xp.array (convert constants with xp.asarray first)")
+        _misuse(HostArrayMixError, f"{what} got a host (NumPy) array; CuPy takes host arrays "
+                                   "only in xp.asarray/xp.array (convert constants with "
+                                   "xp.asarray first)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _opcodes(code):
     return {ins.offset: ins.opname for ins in dis.get_instructions(code)}
 
@@ -186,11 +187,11 @@ class DeviceArray(np.ndarray):
             return _wrap(getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs)))
         name = ufunc.__name__ + ("" if method == "__call__" else f".{method}")
         hint = "cupyx.scatter_add" if name == "add.at" else f"xp.{ufunc.__name__}"
-        _misuse(DirectNumpyCall, f"np.{name} was called on a device array; use {hint}")
+        _misuse(DirectNumpyCallError, f"np.{name} was called on a device array; use {hint}")
 
     def __array_function__(self, func, types_, args, kwargs):
-        _misuse(DirectNumpyCall, f"np.{func.__name__} was called on a device array; use "
-                                 f"xp.{func.__name__}")
+        _misuse(DirectNumpyCallError, f"np.{func.__name__} was called on a device array; use "
+                                      f"xp.{func.__name__}")
 
     def __getitem__(self, key):
         _check_device("x[key]", (key,))
@@ -205,13 +206,13 @@ class DeviceArray(np.ndarray):
 
     def __iter__(self):
         if _SESSIONS:
-            _misuse(ElementLoop, "a Python loop over a device array (one kernel and one host "
-                                 "read per element); write it with xp array operations")
+            _misuse(ElementLoopError, "a Python loop over a device array (one kernel and one "
+                                      "host read per element); use xp array operations")
         return iter(_plain(self))
 
     @property
     def flat(self):
-        _misuse(ElementLoop, "x.flat walks the elements on the host")
+        _misuse(ElementLoopError, "x.flat walks the elements on the host")
 
     def __bool__(self):
         _sync("bool(x)")
@@ -250,11 +251,14 @@ class DeviceArray(np.ndarray):
         return format(_plain(self), spec)
 
 
-_IN_PLACE = {f"__i{n}__" for n in ("add sub mul truediv floordiv mod pow matmul and or xor "
-                                   "lshift rshift").split()}
-_OPERATORS = [f"__{p}{n}__" for n in ("add sub mul truediv floordiv mod pow matmul and or xor "
-                                      "lshift rshift divmod").split() for p in ("", "r", "i")]
-_OPERATORS += [f"__{n}__" for n in "lt le eq ne gt ge neg pos abs invert".split()]
+def _words(text):
+    return text.split()
+
+
+_ARITHMETIC = _words("add sub mul truediv floordiv mod pow matmul and or xor lshift rshift")
+_IN_PLACE = {f"__i{n}__" for n in _ARITHMETIC}
+_OPERATORS = [f"__{p}{n}__" for n in [*_ARITHMETIC, "divmod"] for p in ("", "r", "i")]
+_OPERATORS += [f"__{n}__" for n in _words("lt le eq ne gt ge neg pos abs invert")]
 # numpy.ndarray methods cupy.ndarray lacks, and those that read values on the host.
 _METHODS_NOT_IN_CUPY = {"byteswap", "getfield", "setfield", "setflags", "resize", "searchsorted",
                         "itemset", "newbyteorder", "to_device"}
@@ -278,7 +282,7 @@ def _method(name):
 
     def method(self, *args, **kwargs):
         if name in _METHODS_NOT_IN_CUPY:
-            _misuse(MissingInCupy, f"cupy.ndarray has no method {name}")
+            _misuse(MissingInCupyError, f"cupy.ndarray has no method {name}")
         _check_device(f"x.{name}", args, kwargs)
         if name in _SYNCING_METHODS:
             _sync(f"x.{name}()")
@@ -299,7 +303,7 @@ for _name in dir(np.ndarray):
 
 # cupy functions used as xp.<name>, checked in CuPy's API (cupy/__init__.py, docs.cupy.dev);
 # ops may use only these (add a name after checking that CuPy has it with NumPy's signature).
-_CUPY_FUNCTIONS = set("""
+_CUPY_FUNCTIONS = set(_words("""
 empty empty_like eye full full_like identity ones ones_like zeros zeros_like copy array asarray
 asanyarray ascontiguousarray asfortranarray arange linspace logspace meshgrid diag diagflat tri
 tril triu copyto ravel reshape moveaxis rollaxis swapaxes transpose atleast_1d atleast_2d
@@ -319,11 +323,11 @@ minimum nan_to_num sign sqrt square pad count_nonzero argmax argmin flatnonzero 
 nanargmin nonzero searchsorted where argpartition argsort lexsort partition sort amax max amin
 min nanmax nanmin percentile ptp average mean std var nanmean nanstd nanvar bincount digitize
 histogram
-""".split())
+"""))
 # cupy.linalg: cholesky, inv, solve, det and slogdet take stacks (..., n, n) (potrfBatched,
 # getrfBatched/getriBatched, batched gesv).
-_CUPY_LINALG = set("cholesky inv solve det slogdet norm qr svd eigh eigvalsh pinv "
-                   "matrix_power matrix_rank lstsq tensorinv tensorsolve".split())
+_CUPY_LINALG = set(_words("cholesky inv solve det slogdet norm qr svd eigh eigvalsh pinv "
+                          "matrix_power matrix_rank lstsq tensorinv tensorsolve"))
 # Functions whose CuPy version reads device values on the host (output size or checks).
 _CUPY_SYNCING = {"bincount", "nonzero", "flatnonzero", "unique", "compress", "extract",
                  "histogram"}
@@ -333,8 +337,8 @@ _CONSTANTS = {"pi", "e", "inf", "nan", "newaxis", "euler_gamma"}
 def _stable_sort(np_fn):
     def sort(a, axis=-1, kind=None):
         if kind not in (None, "stable"):
-            _misuse(UnsupportedSignature, f"cupy sorts stably only (kind=None or 'stable'), "
-                                          f"got kind={kind!r}")
+            _misuse(UnsupportedSignatureError, f"cupy sorts stably only (kind=None or "
+                                               f"'stable'), got kind={kind!r}")
         return np_fn(a, axis=axis, kind="stable")
 
     return sort
@@ -365,7 +369,7 @@ def _device_function(qualname, impl, *, host_inputs=False, syncs=False):
             return _wrap(impl(*_unwrap(args), **_unwrap(kwargs)))
         except TypeError as err:
             if "unexpected keyword" in str(err):
-                _misuse(UnsupportedSignature, f"{qualname}: {err}")
+                _misuse(UnsupportedSignatureError, f"{qualname}: {err}")
             raise
 
     return function
@@ -401,8 +405,8 @@ class _DeviceModule(types.ModuleType):
         if scalar_or_error or name in _CONSTANTS or name in ("dtype", "finfo", "iinfo"):
             return value  # scalar types, exceptions, constants, dtype info: NumPy's, as CuPy
         hint = " (compute gets rng= for random draws)" if name == "random" else ""
-        _misuse(MissingInCupy, f"{self.__name__}.{name} is not in the CuPy API list of "
-                               f"tests/test_cupy_compat.py{hint}")
+        _misuse(MissingInCupyError, f"{self.__name__}.{name} is not in the CuPy API list of "
+                                    f"tests/test_cupy_compat.py{hint}")
 
 
 DEVICE = _DeviceModule("cupy_guard", np, _CUPY_FUNCTIONS,
@@ -412,16 +416,16 @@ DEVICE = _DeviceModule("cupy_guard", np, _CUPY_FUNCTIONS,
 class DeviceRandomState:
     """``cupy.random.RandomState`` played by NumPy's (same stream for the same seed)."""
 
-    METHODS = frozenset("uniform normal randint permutation rand randn random_sample "
-                        "standard_normal choice shuffle lognormal exponential gamma beta "
-                        "binomial poisson".split())
+    METHODS = frozenset(_words("uniform normal randint permutation rand randn random_sample "
+                               "standard_normal choice shuffle lognormal exponential gamma "
+                               "beta binomial poisson"))
 
     def __init__(self, seed):
         self._rng = np.random.RandomState(seed)
 
     def __getattr__(self, name):
         if name not in self.METHODS:
-            _misuse(MissingInCupy, f"cupy.random.RandomState has no {name} in the list here")
+            _misuse(MissingInCupyError, f"cupy.random.RandomState has no {name} in the list here")
         return _device_function(f"RandomState.{name}", getattr(self._rng, name))
 
 
@@ -433,35 +437,47 @@ _SCATTER_ADD_DTYPES = ("int32", "float16", "float32", "float64", "uint32", "uint
 def _scatter_add(a, slices, value):
     """``cupyx.scatter_add``: ``numpy.add.at`` with CuPy 13's dtype limits."""
     if not isinstance(a, DeviceArray):
-        _misuse(HostArrayMix, "cupyx.scatter_add needs a device array to add into")
+        _misuse(HostArrayMixError, "cupyx.scatter_add needs a device array to add into")
     _check_device("cupyx.scatter_add", (slices, value))
     if a.dtype.name not in _SCATTER_ADD_DTYPES:
-        _misuse(UnsupportedSignature, f"cupyx.scatter_add has no {a.dtype.name} kernel (it "
-                                      f"supports {', '.join(_SCATTER_ADD_DTYPES)})")
+        _misuse(UnsupportedSignatureError, f"cupyx.scatter_add has no {a.dtype.name} kernel "
+                                           f"(it has {', '.join(_SCATTER_ADD_DTYPES)})")
     values = _NP_ASARRAY(_unwrap(value)).astype(a.dtype, copy=False)  # CuPy casts to a's dtype
     np.add.at(_plain(a), _unwrap(slices), values)
 
 
+def _cupyx_edges(name, x, y):
+    """The values cupyx's kernels give at the edges (read in cupyx/scipy/special/_gamma.py
+    and _gammaln.py): gamma is +inf at negative integers and -inf at -inf, gammaln -inf at -inf."""
+    if name == "gamma":
+        y = np.where((x < 0) & (np.floor(x) == x), np.inf, y)
+    if name in ("gamma", "gammaln"):
+        y = np.where(x == -np.inf, -np.inf, y)
+    return y.astype(np.float32 if x.dtype in (np.float16, np.float32) else np.float64)
+
+
 def _special_function(name):
-    """``cupyx.scipy.special.<name>``: SciPy's when installed, else the op's own host code."""
+    """``cupyx.scipy.special.<name>``: SciPy's when installed, else the op's own host code
+    (erf, erfinv, gamma, gammaln, digamma), with cupyx's edge values."""
     try:
         from scipy import special
+
         host = getattr(special, name)
     except ImportError:
         from hybridgpu.ops.elemwise_unary import _HOST_SPECIAL
 
-        def host(x):
-            single = x.dtype in (np.float16, np.float32)
-            return _HOST_SPECIAL[name](x).astype(np.float32 if single else np.float64)
+        host = _HOST_SPECIAL[name]
+    def special_function(x):
+        return _cupyx_edges(name, x, _NP_ASARRAY(host(x)))
 
-    return _device_function(f"cupyx.scipy.special.{name}", host)
+    return _device_function(f"cupyx.scipy.special.{name}", special_function)
 
 
 def _cupyx_modules():
     cupyx, scipy_, special = (types.ModuleType(n) for n in
                               ("cupyx", "cupyx.scipy", "cupyx.scipy.special"))
     cupyx.scatter_add, cupyx.scipy, scipy_.special = _scatter_add, scipy_, special
-    for name in ("erf", "erfc", "erfinv", "gamma", "gammaln", "digamma"):
+    for name in ("erf", "erfinv", "gamma", "gammaln", "digamma"):
         setattr(special, name, _special_function(name))
     return {"cupyx": cupyx, "cupyx.scipy": scipy_, "cupyx.scipy.special": special}
 
@@ -472,8 +488,8 @@ _CUPYX = _cupyx_modules()
 def _guarded_conversion(name, original):
     def convert(obj, *args, **kwargs):
         if _holds((obj,), lambda v: isinstance(v, DeviceArray)):
-            _misuse(HostConversion, f"np.{name} on a device array copies it to the host (a "
-                                    f"device sync); use xp.{name}")
+            _misuse(HostConversionError, f"np.{name} on a device array copies it to the host "
+                                         f"(a device sync); use xp.{name}")
         return original(obj, *args, **kwargs)
 
     return convert
@@ -579,7 +595,9 @@ def gradient_calls(case):
 
 # -- cases ----------------------------------------------------------------------------------
 
-# Ops without a table case (random ops), and syncing attributes without one (_backward_take).
+_POLES = [-3.0, -1.0, -0.0, 0.0, -np.inf, np.inf, np.nan, -2.5, 1.5]
+# Ops without a table case (random ops), values where cupyx differs (poles), and syncing
+# attributes without a case (_backward_take with mode='raise').
 _EXTRA_CASES = [
     OpCase("_random_uniform", attrs={"low": -1.0, "high": 2.0, "shape": (3, 4)}, id="sim"),
     OpCase("_random_uniform", attrs={"shape": (5,), "dtype": "float16"}, id="sim-fp16"),
@@ -592,6 +610,8 @@ _EXTRA_CASES = [
     OpCase("_sample_normal", make=lambda rng, dt: [np.zeros(3, dt), np.full(3, 2, dt)],
            attrs={"shape": (2, 2)}, id="sim"),
     OpCase("_shuffle", shapes=[(5, 3)], id="sim"),
+    *[OpCase(name, make=lambda rng, dt: [np.array(_POLES, dt)], id="sim-poles")
+      for name in ("gamma", "gammaln")],
     OpCase("_backward_take", attrs={"axis": 1, "mode": "raise"}, id="sim-raise",
            make=lambda rng, dt: [rng.standard_normal((3, 4)).astype(dt),
                                  np.array([2, 0, 1, 1], np.int32),
@@ -670,26 +690,27 @@ def _scatter_int64(xp, x):
 
 
 _MISTAKES = {
-    "np.add.at": (lambda xp, x: np.add.at(x, xp.asarray([0, 0]), 1.0), DirectNumpyCall),
-    "np.where": (lambda xp, x: np.where(x > 0, x, 0.0), DirectNumpyCall),
-    "np.exp": (lambda xp, x: np.exp(x), DirectNumpyCall),
-    "np.maximum-scalar-first": (lambda xp, x: np.maximum(x.dtype.type(0), x), DirectNumpyCall),
-    "np.vectorize": (lambda xp, x: np.vectorize(lambda v: v + 1)(x), DirectNumpyCall),
-    "np.array-of-elements": (lambda xp, x: np.array([v * 2 for v in x]), ElementLoop),
-    "np.asarray": (lambda xp, x: np.asarray(x) * 2, HostConversion),
-    "stride_tricks": (_stride_view, HostConversion),
-    "float(x)": (lambda xp, x: xp.ones(3) * float(x.sum()), HostSync),
-    "math.erf-on-element": (lambda xp, x: math.erf(x[0]), HostSync),
-    "tolist": (lambda xp, x: xp.asarray(x.tolist()), HostSync),
-    "bool-branch": (lambda xp, x: x if (x > 0).all() else -x, HostSync),
-    "mask-indexing": (lambda xp, x: x[x > 0], HostSync),
-    "bincount": (lambda xp, x: xp.bincount(xp.asarray([0, 1])), HostSync),
-    "host-constant": (lambda xp, x: x * np.arange(x.shape[-1]), HostArrayMix),
-    "missing-function": (lambda xp, x: xp.errstate(all="ignore"), MissingInCupy),
-    "missing-method": (lambda xp, x: x.searchsorted(0.5), MissingInCupy),
-    "sort-kind": (lambda xp, x: xp.argsort(x, kind="quicksort"), UnsupportedSignature),
-    "take-mode": (lambda xp, x: xp.take(x, xp.asarray([0]), mode="clip"), UnsupportedSignature),
-    "scatter_add-int64": (_scatter_int64, UnsupportedSignature),
+    "np.add.at": (lambda xp, x: np.add.at(x, xp.asarray([0, 0]), 1.0), DirectNumpyCallError),
+    "np.where": (lambda xp, x: np.where(x > 0, x, 0.0), DirectNumpyCallError),
+    "np.exp": (lambda xp, x: np.exp(x), DirectNumpyCallError),
+    "np.maximum-scalar-first": (lambda xp, x: np.maximum(x.dtype.type(0), x), DirectNumpyCallError),
+    "np.vectorize": (lambda xp, x: np.vectorize(lambda v: v + 1)(x), DirectNumpyCallError),
+    "np.array-of-elements": (lambda xp, x: np.array([v * 2 for v in x]), ElementLoopError),
+    "np.asarray": (lambda xp, x: np.asarray(x) * 2, HostConversionError),
+    "stride_tricks": (_stride_view, HostConversionError),
+    "float(x)": (lambda xp, x: xp.ones(3) * float(x.sum()), HostSyncError),
+    "math.erf-on-element": (lambda xp, x: math.erf(x[0]), HostSyncError),
+    "tolist": (lambda xp, x: xp.asarray(x.tolist()), HostSyncError),
+    "bool-branch": (lambda xp, x: x if (x > 0).all() else -x, HostSyncError),
+    "mask-indexing": (lambda xp, x: x[x > 0], HostSyncError),
+    "bincount": (lambda xp, x: xp.bincount(xp.asarray([0, 1])), HostSyncError),
+    "host-constant": (lambda xp, x: x * np.arange(x.shape[-1]), HostArrayMixError),
+    "missing-function": (lambda xp, x: xp.errstate(all="ignore"), MissingInCupyError),
+    "missing-method": (lambda xp, x: x.searchsorted(0.5), MissingInCupyError),
+    "sort-kind": (lambda xp, x: xp.argsort(x, kind="quicksort"), UnsupportedSignatureError),
+    "take-mode": (lambda xp, x: xp.take(x, xp.asarray([0]), mode="clip"),
+                  UnsupportedSignatureError),
+    "scatter_add-int64": (_scatter_int64, UnsupportedSignatureError),
 }
 
 

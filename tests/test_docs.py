@@ -13,8 +13,9 @@ import hybridgpu
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md"))
-MODULES = sorted(m.name for m in pkgutil.walk_packages(hybridgpu.__path__, "hybridgpu.")
-                 if not m.name.endswith("__main__"))
+MODULES = ["hybridgpu"] + sorted(
+    m.name for m in pkgutil.walk_packages(hybridgpu.__path__, "hybridgpu.")
+    if not m.name.endswith("__main__"))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

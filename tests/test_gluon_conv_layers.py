@@ -283,3 +283,15 @@ def test_pool_strides_default_to_pool_size_and_ints_expand():
     assert pool._kwargs["stride"] == (3, 2, 1) and pool._kwargs["pad"] == (1, 1, 1)
     assert nn.MaxPool1D(4, strides=1)._kwargs["stride"] == (1,)
     assert "count_include_pad" not in nn.MaxPool2D()._kwargs
+
+
+def test_symbol_input_builds_mxnets_graph():
+    """Called on a Symbol (no shape known), the layers compose the graph MXNet builds."""
+    with mx.name.NameManager():
+        pad, conv, pool = nn.ReflectionPad2D(1), nn.Conv2D(4, 3, activation="relu"), nn.MaxPool2D()
+    out = pool(conv(pad(mx.sym.var("data"))))
+    assert out.name == "pool0_fwd"
+    assert out.list_arguments() == ["data", "conv0_weight", "conv0_bias"]
+    assert out.get_internals().list_outputs() == [
+        "data", "reflectionpad2d0_pad0_output", "conv0_weight", "conv0_bias",
+        "conv0_fwd_output", "conv0_relu_fwd_output", "pool0_fwd_output"]

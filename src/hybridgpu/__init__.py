@@ -4,7 +4,7 @@ Use it in place of MXNet: ``import hybridgpu as mx``.
 
 Example:
     >>> import hybridgpu as mx
-    >>> (mx.nd.ones((2, 3), ctx=mx.cpu()) * 2).sum().asscalar()
+    >>> (mx.nd.ones((2, 3), ctx=mx.cpu()) * 2).sum().item()
     12.0
 """
 

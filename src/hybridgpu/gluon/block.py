@@ -13,7 +13,7 @@ Example:
     >>> with mx.name.NameManager():
     ...     net = Scale()
     >>> net.initialize()
-    >>> net.prefix, net(mx.nd.array([2.0])).asscalar()
+    >>> net.prefix, net(mx.nd.array([2.0])).item()
     ('scale0_', 2.0)
 """
 

@@ -9,7 +9,7 @@ Example:
     >>> import hybridgpu as mx
     >>> p = Parameter("w", shape=(2, 3), init="ones")
     >>> p.initialize()
-    >>> p.data().asnumpy().sum(), p.data(mx.cpu(1)).context
+    >>> p.data().asnumpy().sum().item(), p.data(mx.cpu(1)).context
     (6.0, cpu(1))
 """
 

@@ -2,7 +2,8 @@
 count, collected with forward hooks during one imperative forward.
 
 One row per call of a block (a block called twice gives two rows), in the order the calls
-finish, so a child comes before its parent. ``Param #`` counts the block's own parameters (not
+finish, so a child comes before its parent; ``Sequential``/``HybridSequential`` containers get no
+row of their own. ``Param #`` counts the block's own parameters (not
 its children's); a parameter met again (shared, or a block called twice) counts again in the
 totals and also in "Shared params". Unlike MXNet, a hybridized network is summarized too (it
 runs imperatively for the summary and keeps its traces), and the symbolic calls MXNet makes
@@ -100,9 +101,15 @@ def _descendants(block):
     return out
 
 
+def _is_container(block):
+    from .nn import HybridSequential, Sequential
+
+    return isinstance(block, (Sequential, HybridSequential))
+
+
 def _run_imperatively(block, inputs, collector):
     blocks = _descendants(block)
-    handles = [b.register_forward_hook(collector.hook) for b in blocks]
+    handles = [b.register_forward_hook(collector.hook) for b in blocks if not _is_container(b)]
     active = [(b, b._active) for b in blocks if hasattr(b, "_active")]
     try:
         for b, _ in active:

@@ -31,8 +31,8 @@ Example:
     [('fc_weight', (2, 0)), ('fc_bias', (2,))]
     >>> net.collect_params()["fc_weight"].shape = (2, 3)
     >>> net.initialize("ones")
-    >>> net(mx.nd.ones((1, 3))).asnumpy()
-    array([[3., 3.]], dtype=float32)
+    >>> net(mx.nd.ones((1, 3))).asnumpy()  # 1 + 1 + 1 + bias 1
+    array([[4., 4.]], dtype=float32)
     >>> net(mx.sym.var("x")).list_arguments()
     ['x', 'fc_weight', 'fc_bias']
 """
@@ -44,7 +44,8 @@ import warnings
 
 import numpy as np
 
-from .. import ndarray as nd, symbol
+from .. import ndarray as nd
+from .. import symbol
 from ..base import MXNetError, mx_real_t
 from ..graph import Graph, infer_shapes, infer_types
 from ..ndarray import NDArray
@@ -117,7 +118,7 @@ class SymbolBlock(HybridBlock):
         >>> import hybridgpu as mx
         >>> a, b = mx.sym.var("a"), mx.sym.var("b")
         >>> net = SymbolBlock([a + b, a * b], [a, b])
-        >>> [o.asscalar() for o in net(mx.nd.array([2.0]), mx.nd.array([3.0]))]
+        >>> [float(o.asscalar()) for o in net(mx.nd.array([2.0]), mx.nd.array([3.0]))]
         [5.0, 6.0]
     """
 
@@ -136,7 +137,7 @@ class SymbolBlock(HybridBlock):
         self._input_names = _input_names(flat_in)
         self._symbol = flat_out[0] if len(flat_out) == 1 else symbol.Group(flat_out)
         self._check_inputs_used()
-        self._create_params(flat_in)
+        self._create_params(flat_in, params)
 
     def _check_inputs_used(self):
         graph_inputs = self._symbol.list_inputs()
@@ -145,9 +146,10 @@ class SymbolBlock(HybridBlock):
                 warnings.warn(f"SymbolBlock input {name!r} is not a variable of the graph, "
                               f"whose inputs are {graph_inputs}; it is ignored", stacklevel=3)
 
-    def _create_params(self, flat_in):
-        """One Parameter per non-input argument and auxiliary state, with the shapes and
-        dtypes the graph determines before any data is seen."""
+    def _create_params(self, flat_in, shared):
+        """One Parameter per non-input argument and auxiliary state (taken from ``shared``
+        when it has that name), with the shapes and dtypes the graph determines before any
+        data is seen."""
         graph = Graph(self._symbol._outputs)
         try:
             infer_shapes(graph, {})
@@ -167,8 +169,10 @@ class SymbolBlock(HybridBlock):
             shape = graph.shapes.get((position[name], 0))
             dtype = graph.dtypes.get((position[name], 0)) if dtypes is not None else None
             extra = {"grad_req": "null"} if name in aux else {}
-            self._params.get(name, allow_deferred_init=True, shape=shape,
-                             dtype=np.dtype(dtype or mx_real_t).type, **extra)
+            if shared is None or name not in shared:
+                extra["allow_deferred_init"] = True
+            self._params.get(name, shape=shape, dtype=np.dtype(dtype or mx_real_t).type,
+                             **extra)
         cut = len(_common_prefix(list(self._params.keys())))
         self._reg_params = {key[cut:]: value for key, value in self._params.items()}
 

@@ -18,7 +18,8 @@ NumPy has no ``erf``, ``erfinv``, ``gamma``, ``gammaln`` or digamma: on cpu they
 float64 with Python's ``math.erf``/``math.gamma``/``math.lgamma`` mapped over the elements (slow
 for big arrays, exact to float64), ``erfinv`` by an approximation refined by Newton steps on
 ``erf``, digamma by recurrence plus its asymptotic series. On gpu they come from
-``cupyx.scipy.special`` (imported lazily).
+``cupyx.scipy.special`` (imported lazily), with gamma's and gammaln's values at the poles
+patched to the host's (cupyx: +inf at negative integers, -inf at -inf).
 
 Example:
     >>> import numpy as np
@@ -218,9 +219,24 @@ def _special_input(xp, x):
     return x.astype(np.float64)
 
 
+def _host_poles(xp, name, x, result):
+    """cupyx's gamma kernel gives +inf at negative integers and -inf at -inf, its gammaln -inf
+    at -inf; the host functions, like C's tgamma/lgamma (MXNet's kernels), give NaN, NaN and
+    +inf there. Patch the GPU results to match."""
+    if name == "gamma":
+        pole = (x < 0) & (xp.floor(x) == x)  # negative integers and -inf
+        return xp.where(pole, result.dtype.type(np.nan), result)
+    if name == "gammaln":
+        return xp.where(x == -np.inf, result.dtype.type(np.inf), result)
+    return result
+
+
 def _special(name):
     def compute(xp, x):
-        result = _special_fn(xp, name)(_special_input(xp, x))
+        data = _special_input(xp, x)
+        result = _special_fn(xp, name)(data)
+        if xp is not np:
+            result = _host_poles(xp, name, data, result)
         with np.errstate(all="ignore"):
             return result.astype(x.dtype, copy=False)
 
