@@ -194,6 +194,8 @@ def check_gpu_matches_cpu(case):
     _, _, gpu_outs = run_all_outputs(case, arrays, mx.gpu(0))
     for c, g in zip(cpu_outs, gpu_outs):
         assert g.context == mx.gpu(0)
+        # CuPy promotes dtypes like NumPy 1; a different dtype is a bug here
+        assert g.dtype == c.dtype, f"{case.name}: gpu dtype {g.dtype} vs cpu {c.dtype}"
         if case.opdef.random:
             assert c.shape == g.shape
             continue

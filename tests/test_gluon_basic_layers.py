@@ -77,7 +77,7 @@ def ready(case, hybridize):
 
 def _exported(block, tmp_path, name="net"):
     sym_file, params_file = block.export(str(tmp_path / name))
-    return json.loads(pathlib.Path(sym_file).read_text()), nd.load(params_file)
+    return json.loads(pathlib.Path(sym_file).read_text()), nd.load(params_file) or {}
 
 
 # -- against MXNet ---------------------------------------------------------------------------
@@ -130,14 +130,24 @@ def test_exported_json_and_params_match_mxnet(case, hybridize_first, tmp_path):
         _close(value, weights[key.split(":", 1)[1]].data().asnumpy(), key)
 
 
+#: MXNet's BatchNorm op with ``fix_gamma=True`` (a layer built with ``scale=False``) writes 1s
+#: into gamma on every forward; hybridgpu's op leaves gamma as it was set (it is not used then).
+GAMMA_OVERWRITTEN_BY_MXNET = {("batchnorm_axis_global", "gamma")}
+
+
 @pytest.mark.parametrize("hybridize", [False, True], ids=["imperative", "hybridized"])
 @pytest.mark.parametrize("case", TRAIN)
 def test_train_mode_output_and_running_stats_match_mxnet(case, hybridize):
     block = ready(case, hybridize=hybridize)
     with modes.training(True):
         _close(block(_input(case)), ARRAYS[f"{case}/train_out"], f"{case} train output")
+    order = {id(p): k for k, p in enumerate(block.collect_params().values())}
     for key, param in block._collect_params_with_prefix().items():
-        _close(param.data(), ARRAYS[f"{case}/train/{key}"], f"{case} {key} after train step")
+        want = ARRAYS[f"{case}/train/{key}"]
+        if (case, key) in GAMMA_OVERWRITTEN_BY_MXNET:
+            assert (want == 1).all()
+            want = gen.weights(order[id(param)], param.name, param.shape, "float32")
+        _close(param.data(), want, f"{case} {key} after train step")
     # back in inference mode the updated running statistics are used, in both modes alike
     inference = block(_input(case)).asnumpy()
     block.hybridize(not hybridize)

@@ -272,7 +272,34 @@ def test_parameters_follow_the_input_context_imperative_and_hybridized():
     assert mx.cpu(3) in net.a.fc.weight.list_ctx()
 
 
+def test_deferred_parameters_first_used_on_another_context():
+    net = Linear(2)
+    net.initialize(init.One(), ctx=mx.cpu(0))
+    out = net(nd.ones((1, 3), ctx=mx.cpu(1)))  # MXNet: "was not initialized on context cpu(1)"
+    assert out.context == mx.cpu(1) and out.asnumpy().tolist() == [[3.0, 3.0]]
+    assert net.weight.list_ctx() == [mx.cpu(0), mx.cpu(1)]
+
+
+def test_constant_refuses_a_gradient():
+    const = gluon.Constant("c", nd.ones((2,)))
+    with pytest.warns(UserWarning, match="Constant parameter 'c' does not support grad_req other "
+                                         "than 'null', and new value 'write' is ignored"):
+        const.grad_req = "write"
+    assert const.grad_req == "null"
+
+
 # -- saving and loading -----------------------------------------------------------------------
+
+def test_export_names_the_files_by_epoch(tmp_path):
+    net = Linear(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    net(nd.ones((1, 3)))
+    net.export(str(tmp_path / "ep"), epoch=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep-0003.params", "ep-symbol.json"]
+    assert sorted(nd.load(str(tmp_path / "ep-0003.params"))) == ["arg:linear0_bias",
+                                                                "arg:linear0_weight"]
+
 
 def _trained_outer():
     net = Outer()
@@ -539,6 +566,23 @@ def test_a_new_input_shape_retraces_and_cached_shapes_replay():
         out = net(nd.ones(shape))
         assert out.shape == shape and out.asnumpy().min() == 2
     assert net.traces == [(1, 4), (2, 4)]
+
+
+def test_a_new_argument_structure_retraces():
+    # MXNet: "The argument structure of HybridBlock does not match the cached version"
+    class Sum(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, rest=None):
+            for item in rest or []:
+                x = x + item
+            return x
+
+    net = Sum()
+    net.hybridize()
+    one = nd.ones((2,))
+    assert net(one, [one, one]).asnumpy().tolist() == [3.0, 3.0]
+    assert net(one, [one]).asnumpy().tolist() == [2.0, 2.0]
+    assert net(one).asnumpy().tolist() == [1.0, 1.0]
+    assert net(one, [one, one]).asnumpy().tolist() == [3.0, 3.0]
 
 
 def test_train_and_predict_mode_are_traced_separately():

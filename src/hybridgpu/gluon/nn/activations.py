@@ -107,12 +107,18 @@ class ELU(HybridBlock):
 class SELU(HybridBlock):
     """Scaled ELU with the self-normalizing constants (``scale * elu(x, alpha)``)."""
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="selu", name="fwd")
 
 
 class GELU(HybridBlock):
     """Gaussian error linear unit, ``x * Phi(x)`` (the erf form, as MXNet 1.x)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
 
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="gelu", name="fwd")

@@ -55,15 +55,19 @@ def _shape_of(value):
         return "unknown"
 
 
-def _run_op(block, hint, op, data, *args, **kwargs):
-    """``op(data, *args, **kwargs)``; an MXNetError from it (a shape or dtype conflict, from
-    the op imperatively or from shape inference while tracing) is re-raised naming the layer,
-    the input's shape and ``hint()``: what the layer expects and how to fix it."""
+def _run_op(block, op, data, *args, shown=None, **kwargs):
+    """``op(data, *args, **kwargs)``; an MXNetError from it (the op's shape check, run
+    imperatively) is re-raised naming the layer, the input's shape and
+    ``block._shape_hint()``: what the layer expects and how to fix it; ``shown`` is the
+    layer's input when ``data`` is a reshaped view of it. (Hybridized, the same
+    conflict surfaces in the traced graph's shape inference; HybridBlock names the layer that
+    owns the failing node there, with the same hint.)"""
     try:
         return op(data, *args, **kwargs)
     except MXNetError as err:
         raise MXNetError(f"{type(block).__name__} {block.name!r} cannot take an input of shape "
-                         f"{_shape_of(data)}: {hint()}. ({err})") from err
+                         f"{_shape_of(data if shown is None else shown)}: "
+                         f"{block._shape_hint()}. ({err})") from err
 
 
 def _children_repr(block):
@@ -240,12 +244,12 @@ class Dense(HybridBlock):
             self.act = Activation(activation, prefix=activation + "_") if activation else None
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        out = _run_op(self, self._expects, F.FullyConnected, x, weight, bias,
+        out = _run_op(self, F.FullyConnected, x, weight, bias,
                       no_bias=bias is None, num_hidden=self._units, flatten=self._flatten,
                       name="fwd")
         return self.act(out) if self.act is not None else out
 
-    def _expects(self):
+    def _shape_hint(self):
         in_units = self.weight.shape[1]
         where = "all axes but the first together" if self._flatten else "the last axis"
         return (f"it expects {in_units} input features ({where}; weight shape "
@@ -306,9 +310,9 @@ class Embedding(HybridBlock):
                                       allow_deferred_init=True)
 
     def hybrid_forward(self, F, x, weight):
-        return _run_op(self, self._expects, F.Embedding, x, weight, name="fwd", **self._kwargs)
+        return _run_op(self, F.Embedding, x, weight, name="fwd", **self._kwargs)
 
-    def _expects(self):
+    def _shape_hint(self):
         return (f"it maps indices in [0, {self._kwargs['input_dim']}) to vectors of "
                 f"{self._kwargs['output_dim']} (weight shape {self.weight.shape})")
 
@@ -324,6 +328,9 @@ class Flatten(HybridBlock):
         >>> Flatten()(nd.ones((2, 3, 4))).shape
         (2, 12)
     """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
 
     def hybrid_forward(self, F, x):
         return F.Flatten(x)
@@ -392,8 +399,11 @@ in_channels=2), ['bn_beta', 'bn_gamma'])
         super().cast(dtype)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        return _run_op(self, lambda: _channels_hint(self, self._axis), F.BatchNorm, x, gamma,
-                       beta, running_mean, running_var, name="fwd", **self._kwargs)
+        return _run_op(self, F.BatchNorm, x, gamma, beta, running_mean, running_var,
+                       name="fwd", **self._kwargs)
+
+    def _shape_hint(self):
+        return _channels_hint(self, self._axis)
 
     def __repr__(self):
         channels = self.gamma.shape[0]
@@ -422,8 +432,11 @@ scale=True, in_channels=2))
         _norm_params(self, (in_channels,), center, scale, beta_initializer, gamma_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        return _run_op(self, lambda: _channels_hint(self, self._axis), F.LayerNorm, data,
-                       gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
+        return _run_op(self, F.LayerNorm, data, gamma=gamma, beta=beta, axis=self._axis,
+                       eps=self._epsilon)
+
+    def _shape_hint(self):
+        return _channels_hint(self, self._axis)
 
     def __repr__(self):
         return (f"{type(self).__name__}({_kwargs_repr(self._kwargs)}, "
@@ -449,13 +462,15 @@ class InstanceNorm(HybridBlock):
         _norm_params(self, (in_channels,), center, scale, beta_initializer, gamma_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
-        hint = lambda: _channels_hint(self, self._axis)  # noqa: E731
         if self._axis == 1:
-            return _run_op(self, hint, F.InstanceNorm, x, gamma, beta, name="fwd",
-                           eps=self._epsilon)
-        x = x.swapaxes(1, self._axis)
-        out = _run_op(self, hint, F.InstanceNorm, x, gamma, beta, name="fwd", eps=self._epsilon)
+            return _run_op(self, F.InstanceNorm, x, gamma, beta, name="fwd", eps=self._epsilon)
+        swapped = x.swapaxes(1, self._axis)
+        out = _run_op(self, F.InstanceNorm, swapped, gamma, beta, shown=x, name="fwd",
+                      eps=self._epsilon)
         return out.swapaxes(1, self._axis)
+
+    def _shape_hint(self):
+        return _channels_hint(self, self._axis)
 
     def __repr__(self):
         return (f"{type(self).__name__}({_kwargs_repr(self._kwargs)}, "
@@ -484,11 +499,12 @@ class GroupNorm(HybridBlock):
         _norm_params(self, (num_groups,), center, scale, beta_initializer, gamma_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        hint = lambda: (f"it splits axis 1 into {self._num_groups} groups, so the input "  # noqa
-                        f"needs at least 2 axes and a multiple of {self._num_groups} "
-                        "channels on axis 1")
-        return _run_op(self, hint, F.GroupNorm, data, gamma=gamma, beta=beta,
+        return _run_op(self, F.GroupNorm, data, gamma=gamma, beta=beta,
                        num_groups=self._num_groups, eps=self._epsilon)
+
+    def _shape_hint(self):
+        return (f"it splits axis 1 into {self._num_groups} groups, so the input needs at least "
+                f"2 axes and a multiple of {self._num_groups} channels on axis 1")
 
     def __repr__(self):
         return f"{type(self).__name__}({_kwargs_repr(self._kwargs)})"

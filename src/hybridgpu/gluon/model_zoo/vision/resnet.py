@@ -9,8 +9,9 @@ Example:
     >>> net.initialize()
     >>> net(mx.nd.ones((1, 3, 32, 32))).shape
     (1, 10)
-    >>> net.collect_params().keys().__iter__().__next__()
-    'resnetv10_conv0_weight'
+    >>> with mx.name.NameManager():  # fresh name counters, as in a new process
+    ...     list(resnet50_v1().collect_params())[5]
+    'resnetv10_stage1_conv0_weight'
 """
 
 from __future__ import annotations
