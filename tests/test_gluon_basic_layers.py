@@ -344,6 +344,28 @@ def test_dropout_in_training_zeroes_and_rescales(hybridize):
     np.testing.assert_array_equal(layer(x).asnumpy(), x.asnumpy())  # not training: identity
 
 
+# -- on a GPU --------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES)
+def test_gpu_output_matches_mxnet(case, gpu_available):
+    ctx = gpu_available
+    x = ARRAYS[f"{case}/in"]
+    x = nd.array(x, ctx=ctx, dtype=x.dtype)
+    block = build(case)
+    block.initialize(ctx=ctx)
+    block(x)  # deferred initialization, imperative
+    for k, (name, param) in enumerate(block.collect_params().items()):
+        dtype = np.dtype(param.dtype).name
+        param.set_data(nd.array(gen.weights(k, name, param.shape, dtype), ctx=ctx, dtype=dtype))
+    out = block(x)
+    assert out.context == ctx
+    _close(out, ARRAYS[f"{case}/out"], f"{case} on {ctx}, imperative")
+    if TABLE[case]["hybrid"]:
+        block.hybridize()
+        _close(block(x), ARRAYS[f"{case}/out"], f"{case} on {ctx}, hybridized")
+
+
 # -- the generator ---------------------------------------------------------------------------
 
 @pytest.mark.oracle

@@ -639,6 +639,71 @@ def test_two_threads_share_one_hybridized_net():
     assert errors == []
 
 
+@pytest.mark.xfail(strict=True, reason="core bug: HybridBlock._param_data finishes deferred "
+                   "initialization without a lock, so concurrent first calls initialize the "
+                   "weights once per thread and return results of discarded weights")
+def test_concurrent_first_calls_initialize_deferred_parameters_once():
+    calls, barrier = [], threading.Barrier(2)
+
+    class Slow(init.Initializer):
+        """Holds the first thread inside initialization until a second one arrives (or 0.5 s)."""
+
+        def _init_weight(self, name, arr):
+            calls.append(name)
+            try:
+                barrier.wait(timeout=0.5)
+            except threading.BrokenBarrierError:
+                pass
+            arr[:] = len(calls)
+
+    net = Linear(2)
+    net.initialize(Slow())
+    outs = [None, None]
+
+    def work(i):
+        outs[i] = net(nd.ones((1, 3))).asnumpy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["linear0_weight"]
+    assert [o.tolist() for o in outs] == [[[3.0, 3.0]]] * 2
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: BlockScope keeps its enter/exit stack on the "
+                   "instance, so two threads in one block's name_scope restore each other's "
+                   "name managers (and can pop an empty list)")
+def test_name_scope_of_one_block_in_two_threads():
+    block = Counting()
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    restored = {}
+
+    def first():
+        with mx.name.NameManager() as mine:
+            with block.name_scope():
+                a_in.set()
+                b_in.wait(5)
+            restored["first"] = mx.name.current() is mine
+            a_out.set()
+
+    def second():
+        with mx.name.NameManager() as mine:
+            a_in.wait(5)
+            with block.name_scope():
+                b_in.set()
+                a_out.wait(5)
+            restored["second"] = mx.name.current() is mine
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert restored == {"first": True, "second": True}
+
+
 # -- summary ----------------------------------------------------------------------------------
 
 _RULE, _DOUBLE = "-" * 80, "=" * 80

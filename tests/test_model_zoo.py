@@ -90,11 +90,10 @@ class _Built:
     def __call__(self, name):
         if name not in self._nets:
             net = _fresh(name)
+            net.initialize()  # parameters of unknown shape wait; set_data completes them
             rows = DOC["models"][name]["params"]
-            for (_, param), row in zip(net.collect_params().items(), rows):
-                param.shape = tuple(row[3])  # as a loaded file would (deferred init skipped)
-            net.initialize(init="zeros")
-            gen.set_parameters(net, mx)
+            for index, ((key, param), row) in enumerate(zip(net.collect_params().items(), rows)):
+                param.set_data(mx.nd.array(gen.param_value(index, key, row[3])))
             self._nets[name] = net
         return self._nets[name]
 
@@ -163,10 +162,10 @@ def test_thumbnail_resnet_and_classes():
     net = vision.resnet18_v1(classes=10, thumbnail=True)
     assert type(net.features[0]).__name__ == "Conv2D" and len(net.features) == 6
     net.initialize()
-    assert net(mx.nd.ones((2, 3, 32, 32))).shape == (2, 10)
-    net2 = vision.resnet50_v2(classes=5, thumbnail=True)
+    assert net(mx.nd.ones((2, 3, 16, 16))).shape == (2, 10)
+    net2 = vision.resnet18_v2(classes=5, thumbnail=True)
     net2.initialize()
-    assert net2(mx.nd.ones((1, 3, 16, 16))).shape == (1, 5)
+    assert net2(mx.nd.ones((1, 3, 8, 8))).shape == (1, 5)
 
 
 # -- structure against the fixtures ---------------------------------------------------------
@@ -201,20 +200,23 @@ def test_family_member_structure_matches_mxnet(name):
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_outputs_match_mxnet(name, built):
-    """Same parameters, same input: MXNet's logits, imperative, hybridized (trace) and
-    hybridized again (replay)."""
+    """Same parameters, same input: MXNet's logits (and the features' channel means),
+    imperative, hybridized (traced) and, but for the two biggest, hybridized again (replayed)."""
     net, x = built(name), _input(name)
     want = ARRAYS[f"{name}/logits"]
-    got = net(x).asnumpy()
+    seen = []
+    with net.features.register_forward_hook(lambda block, args, out: seen.append(out)):
+        got = net(x).asnumpy()
     assert got.shape == tuple(DOC["models"][name]["output_shape"])
-    feats = net.features(x).asnumpy()
-    _close(gen.features_head(feats), ARRAYS[f"{name}/features_head"], f"{name} features")
+    _close(gen.features_head(seen[0].asnumpy()), ARRAYS[f"{name}/features_head"],
+           f"{name} features")
     _close(got, want, f"{name} imperative")
     built.logits[name] = got
     net.hybridize()
     try:
         _close(net(x).asnumpy(), want, f"{name} hybridized (traced)")
-        _close(net(x).asnumpy(), want, f"{name} hybridized (replayed)")
+        if name not in BIG:
+            _close(net(x).asnumpy(), want, f"{name} hybridized (replayed)")
     finally:
         net.hybridize(False)
 
@@ -298,7 +300,9 @@ for name in json.loads(sys.argv[2]):
     net(mx.nd.array(gen.input_value((1, 3, side, side))))
     gen.set_parameters(net, mx)
     net.save_parameters(f"{folder}/{name}.params")
-    net.collect_params().save(f"{folder}/{name}-fullnames.params")
+    if name in json.loads(sys.argv[3]):
+        net.save_params(f"{folder}/{name}-legacy.params")
+        net.collect_params().save(f"{folder}/{name}-fullnames.params")
 """
 
 
@@ -330,16 +334,22 @@ def test_mxnet_loads_parameters_saved_by_hybridgpu(built, tmp_path):
 @pytest.mark.oracle
 @needs_oracle
 def test_hybridgpu_loads_parameters_saved_by_mxnet(tmp_path):
-    """Files from MXNet's ``save_parameters`` and ``collect_params().save`` (full names)
-    load here with the exact values."""
-    _oracle(_MXNET_SAVES, str(tmp_path), json.dumps(list(gen.MODELS)))
+    """Files from MXNet's ``save_parameters`` (every model), ``save_params`` (names without
+    the model's prefix) and ``collect_params().save`` (full names; both on four models) load
+    here with the exact values."""
+    legacy = ["resnet18_v1", "mobilenetv2_1.0", "squeezenet1.0", "densenet121"]
+    _oracle(_MXNET_SAVES, str(tmp_path), json.dumps(list(gen.MODELS)), json.dumps(legacy))
     for name in gen.MODELS:
-        for suffix in ("", "-fullnames"):
-            net = _fresh(name)
-            net.load_parameters(str(tmp_path / f"{name}{suffix}.params"))
-            for index, (key, param) in enumerate(net.collect_params().items()):
-                want = gen.param_value(index, key, param.shape)
-                np.testing.assert_array_equal(param.data().asnumpy(), want,
+        rows = DOC["models"][name]["params"]
+        want = [gen.param_value(i, row[0], row[3]) for i, row in enumerate(rows)]
+        for suffix in ("", "-legacy", "-fullnames") if name in legacy else ("",):
+            net, path = _fresh(name), str(tmp_path / f"{name}{suffix}.params")
+            if suffix == "-fullnames":
+                net.collect_params().load(path)
+            else:
+                net.load_parameters(path)
+            for value, (key, param) in zip(want, net.collect_params().items()):
+                np.testing.assert_array_equal(param.data().asnumpy(), value,
                                               err_msg=f"{name}{suffix}: {key}")
     net = _fresh("resnet18_v1")
     net.load_parameters(str(tmp_path / "resnet18_v1.params"))

@@ -231,8 +231,6 @@ def test_hybridgpu_export_writes_what_mxnet_writes(case, tmp_path):
         np.testing.assert_array_equal(mine[key].asnumpy(), value.asnumpy(), err_msg=key)
 
 
-@pytest.mark.xfail(strict=True, reason="HybridBlock.export writes parameters in "
-                   "collect_params() order, MXNet in the graph's input order (fix reported)")
 def test_export_writes_parameters_in_the_graphs_order(tmp_path):
     """MXNet writes them as the graph reads them, so the files are byte for byte the same."""
     gen._export_gluon(mx, "handwritten", gen.BUILDERS["handwritten"](mx), str(tmp_path))

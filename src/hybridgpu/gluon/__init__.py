@@ -11,6 +11,9 @@ from . import parameter
 from .block import Block
 from .hybrid_block import HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
+from .symbol_block import SymbolBlock
 
-__all__ = ["Block", "HybridBlock", "Parameter", "Constant", "ParameterDict",
-           "DeferredInitializationError", "parameter"]
+from . import nn  # noqa: E402, I001  (layers build on the classes above)
+
+__all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
+           "DeferredInitializationError", "parameter", "nn"]

@@ -265,12 +265,9 @@ class HybridBlock(Block):
         traced = self._last_trace.symbol
         sym_file, params_file = f"{path}-symbol.json", f"{path}-{epoch:04d}.params"
         traced.save(sym_file)
-        args, aux = set(traced.list_arguments()), set(traced.list_auxiliary_states())
-        arrays = {}
-        for name, param in self.collect_params().items():
-            if name in args:
-                arrays[f"arg:{name}"] = param._reduce()
-            elif name in aux:
-                arrays[f"aux:{name}"] = param._reduce()
+        aux = set(traced.list_auxiliary_states())
+        arrays = {}  # in the order the graph reads them, as MXNet writes them
+        for name, param in self._last_trace.params:
+            arrays[f"{'aux' if name in aux else 'arg'}:{name}"] = param._reduce()
         nd.save(params_file, arrays)
         return sym_file, params_file

@@ -8,4 +8,8 @@ from .basic_layers import __all__ as _basic_all
 from .conv_layers import *  # noqa: F403
 from .conv_layers import __all__ as _conv_all
 
-__all__ = [*_basic_all, *_activations_all, *_conv_all]
+from ..block import Block  # noqa: E402  (MXNet's gluon.nn re-exports these)
+from ..hybrid_block import HybridBlock  # noqa: E402
+from ..symbol_block import SymbolBlock  # noqa: E402
+
+__all__ = ["Block", "HybridBlock", "SymbolBlock", *_basic_all, *_activations_all, *_conv_all]

@@ -5,8 +5,8 @@ Example:
     >>> try:
     ...     check_pretrained("resnet18_v1", True, root="/nonexistent")
     ... except Exception as err:
-    ...     print(type(err).__name__, str(err).splitlines()[0][:62])
-    MXNetError resnet18_v1(pretrained=True): hybridgpu does not download
+    ...     print(type(err).__name__, str(err).splitlines()[0][:50])
+    MXNetError resnet18_v1(pretrained=True): hybridgpu does not
 """
 
 from __future__ import annotations
