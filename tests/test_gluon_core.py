@@ -11,6 +11,7 @@ blocks below, so that the core is tested apart from ``gluon.nn``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 
@@ -614,6 +615,14 @@ def test_too_many_signatures_warn_once_and_keep_working():
     assert len(net.traces) == count + 3
 
 
+def _run_threads(targets):
+    threads = [threading.Thread(target=target) for target in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_two_threads_share_one_hybridized_net():
     net = Outer()
     net.initialize()
@@ -630,12 +639,7 @@ def test_two_threads_share_one_hybridized_net():
                 if not np.allclose(got, expected[i], rtol=1e-5):
                     errors.append(i)
 
-    threads = [threading.Thread(target=work, args=(order,))
-               for order in (range(8), reversed(range(8)))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads([lambda: work(range(8)), lambda: work(reversed(range(8)))])
     assert errors == []
 
 
@@ -650,10 +654,8 @@ def test_concurrent_first_calls_initialize_deferred_parameters_once():
 
         def _init_weight(self, name, arr):
             calls.append(name)
-            try:
+            with contextlib.suppress(threading.BrokenBarrierError):
                 barrier.wait(timeout=0.5)
-            except threading.BrokenBarrierError:
-                pass
             arr[:] = len(calls)
 
     net = Linear(2)
@@ -663,11 +665,7 @@ def test_concurrent_first_calls_initialize_deferred_parameters_once():
     def work(i):
         outs[i] = net(nd.ones((1, 3))).asnumpy()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads([lambda: work(0), lambda: work(1)])
     assert calls == ["linear0_weight"]
     assert [o.tolist() for o in outs] == [[[3.0, 3.0]]] * 2
 
@@ -696,11 +694,7 @@ def test_name_scope_of_one_block_in_two_threads():
                 a_out.wait(5)
             restored["second"] = mx.name.current() is mine
 
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads([first, second])
     assert restored == {"first": True, "second": True}
 
 

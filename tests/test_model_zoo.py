@@ -10,7 +10,8 @@ hybridized. ``oracle`` tests (skipped without ``.oracle/``) hand parameter files
 between hybridgpu and the real MXNet and re-run the generator.
 
 Run: ``PYTHONPATH=src python3 -m pytest -q tests/test_model_zoo.py -p no:cacheprovider``;
-``-m "not model_zoo_big"`` leaves out the two largest models (densenet121, squeezenet1.0).
+``-m "not model_zoo_big"`` leaves out the three largest models' output tests (densenet121,
+squeezenet1.0, inceptionv3).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ with np.load(FIXTURES / "arrays.npz", allow_pickle=False) as _npz:
     ARRAYS = {key: _npz[key] for key in _npz.files}
 
 #: The largest inputs (MXNet's minimum sizes); deselect with -m "not model_zoo_big".
-BIG = {"densenet121", "squeezenet1.0"}
+BIG = {"densenet121", "squeezenet1.0", "inceptionv3"}
 needs_oracle = pytest.mark.skipif(not ORACLE.exists(),
                                   reason=f"needs the MXNet 1.9.1 oracle at {ORACLE}")
 
@@ -53,9 +54,10 @@ def _model_params(names):
 
 MODEL_NAMES = _model_params(gen.MODELS)
 
-#: ``get_model`` names in MXNet 1.9.1 (its "Available options"), less ``inceptionv3``.
+#: ``get_model`` names in MXNet 1.9.1 (its "Available options").
 MXNET_NAMES = [
-    "alexnet", "densenet121", "densenet161", "densenet169", "densenet201", "mobilenet0.25",
+    "alexnet", "densenet121", "densenet161", "densenet169", "densenet201", "inceptionv3",
+    "mobilenet0.25",
     "mobilenet0.5", "mobilenet0.75", "mobilenet1.0", "mobilenetv2_0.25", "mobilenetv2_0.5",
     "mobilenetv2_0.75", "mobilenetv2_1.0", "resnet101_v1", "resnet101_v2", "resnet152_v1",
     "resnet152_v2", "resnet18_v1", "resnet18_v2", "resnet34_v1", "resnet34_v2", "resnet50_v1",
@@ -67,6 +69,12 @@ def _fresh(name, **kwargs):
     """``get_model(name)`` with fresh name counters (as in a new process, like the fixture)."""
     with mx.name.NameManager():
         return vision.get_model(name, **kwargs)
+
+
+def _rows(name):
+    """MXNet's ``(name, structural name, shape before init, shape, grad_req)`` per
+    parameter."""
+    return [gen.parse_param_row(row) for row in ARRAYS[f"{name}/params"].tolist()]
 
 
 def _input(name):
@@ -91,8 +99,8 @@ class _Built:
         if name not in self._nets:
             net = _fresh(name)
             net.initialize()  # parameters of unknown shape wait; set_data completes them
-            rows = DOC["models"][name]["params"]
-            for index, ((key, param), row) in enumerate(zip(net.collect_params().items(), rows)):
+            for index, ((key, param), row) in enumerate(zip(net.collect_params().items(),
+                                                            _rows(name))):
                 param.set_data(mx.nd.array(gen.param_value(index, key, row[3])))
             self._nets[name] = net
         return self._nets[name]
@@ -175,10 +183,8 @@ def test_structure_matches_mxnet(name):
     """Parameter names, structural names, shapes before initialization (0 = deferred),
     grad_req, the block tree and every node of the symbolic graph, as MXNet builds them."""
     net = _fresh(name)
-    params = list(net.collect_params().items())
-    structural = list(net._collect_params_with_prefix())
-    got = [[n, k, list(p.shape), p.grad_req] for (n, p), k in zip(params, structural)]
-    want = [[n, k, pre, req] for n, k, pre, _, req in DOC["models"][name]["params"]]
+    got = [row[:3] + row[4:] for row in map(gen.parse_param_row, gen.param_rows(net, None))]
+    want = [row[:3] + row[4:] for row in _rows(name)]
     assert len(got) == len(want), f"{name}: {len(got)} parameters, MXNet has {len(want)}"
     for mine, theirs in zip(got, want):
         assert mine == theirs, f"{name}: first differing parameter"
@@ -230,8 +236,8 @@ def test_deferred_initialization_infers_mxnets_shapes(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         net(_input(name))
-    shapes = [list(p.shape) for p in net.collect_params().values()]
-    assert shapes == [row[3] for row in DOC["models"][name]["params"]]
+    shapes = [p.shape for p in net.collect_params().values()]
+    assert shapes == [row[3] for row in _rows(name)]
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -340,8 +346,7 @@ def test_hybridgpu_loads_parameters_saved_by_mxnet(tmp_path):
     legacy = ["resnet18_v1", "mobilenetv2_1.0", "squeezenet1.0", "densenet121"]
     _oracle(_MXNET_SAVES, str(tmp_path), json.dumps(list(gen.MODELS)), json.dumps(legacy))
     for name in gen.MODELS:
-        rows = DOC["models"][name]["params"]
-        want = [gen.param_value(i, row[0], row[3]) for i, row in enumerate(rows)]
+        want = [gen.param_value(i, row[0], row[3]) for i, row in enumerate(_rows(name))]
         for suffix in ("", "-legacy", "-fullnames") if name in legacy else ("",):
             net, path = _fresh(name), str(tmp_path / f"{name}{suffix}.params")
             if suffix == "-fullnames":

@@ -127,7 +127,6 @@ def test_export_writes_symbol_json_and_params(tmp_path, monkeypatch):
         "arg:dense2_bias", "arg:dense2_weight"]
 
 
-@pytest.mark.xfail(strict=True, reason="gluon/__init__.py does not export SymbolBlock yet")
 def test_exported_files_load_back_as_a_symbol_block(tmp_path, monkeypatch):
     # "they can be read by other front ends": here, back into Python
     monkeypatch.chdir(tmp_path)
@@ -199,8 +198,6 @@ class HybridNet(gluon.HybridBlock):
         return self.output(x)
 
 
-@pytest.mark.xfail(strict=True, reason="gluon/nn/__init__.py does not re-export Block, "
-                   "HybridBlock and SymbolBlock yet")
 def test_nn_exports_the_block_classes():
     # the seeds write `class HybridNet(nn.HybridBlock)`: MXNet's gluon.nn re-exports them
     assert (nn.Block, nn.HybridBlock) == (gluon.Block, gluon.HybridBlock)

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from .. import modes, random_state, symbol
 from .. import ndarray as nd
 from ..base import MXNetError
-from ..graph import Graph, evaluate, infer_shapes, infer_types
+from ..graph import Graph, InferenceError, evaluate, infer_shapes, infer_types
 from ..ndarray import NDArray
 from ..ops.rules import known
 from ..symbol import NotAvailableOnSymbol, Symbol
@@ -212,8 +212,11 @@ class HybridBlock(Block):
         flat_out, out_format = flatten(out, "output", lambda v: isinstance(v, Symbol), _width)
         traced = symbol.Group(flat_out)
         graph = Graph(traced._outputs)
-        infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
-        infer_shapes(graph, {n: a.shape for n, a in zip(names, flat)})
+        try:
+            infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
+            infer_shapes(graph, {n: a.shape for n, a in zip(names, flat)})
+        except InferenceError as err:
+            raise self._layer_error(err) from None
         params = self._bind_parameters(graph)
         for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
             if node.name in names and node.is_variable:
@@ -222,6 +225,18 @@ class HybridBlock(Block):
         trace = _Trace(graph, names, params, out_format, traced)
         self._last_trace = trace
         return trace
+
+    def _layer_error(self, err):
+        """``err`` prefixed with the layer that made the failing node: the descendant whose
+        prefix is the longest start of the node's name."""
+        layer, best = self, ""
+        stack = [self]
+        while stack:
+            block = stack.pop()
+            stack.extend(block._children.values())
+            if err.node_name.startswith(block.prefix) and len(block.prefix) > len(best):
+                layer, best = block, block.prefix
+        return InferenceError(f"{type(layer).__name__} {layer.name!r}: {err}", err.node_name)
 
     def _bind_parameters(self, graph):
         """``[(variable name, Parameter)]`` of the graph; completes deferred parameters."""

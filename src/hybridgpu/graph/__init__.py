@@ -14,11 +14,11 @@ Example:
 """
 
 from .graph import Graph, topological_order
-from .infer import infer_shapes, infer_types, unknown_inputs
+from .infer import InferenceError, infer_shapes, infer_types, unknown_inputs
 from .interpreter import evaluate
 from .node import Entry, Node
 from .printer import format_graph
 from .verifier import verify
 
 __all__ = ["Graph", "Node", "Entry", "topological_order", "infer_shapes", "infer_types",
-           "unknown_inputs", "evaluate", "format_graph", "verify"]
+           "unknown_inputs", "evaluate", "format_graph", "verify", "InferenceError"]

@@ -23,9 +23,17 @@ from __future__ import annotations
 from ..base import MXNetError
 from ..ops.rules import known, merge_shapes
 
-__all__ = ["infer_shapes", "infer_types", "unknown_inputs"]
+__all__ = ["infer_shapes", "infer_types", "unknown_inputs", "InferenceError"]
 
 _MAX_ROUNDS = 10
+
+
+class InferenceError(MXNetError):
+    """Shape or type inference failed at a node; ``node_name`` says which."""
+
+    def __init__(self, message, node_name):
+        super().__init__(message)
+        self.node_name = node_name
 
 
 def _merge(graph, key, new, node, what):
@@ -35,8 +43,8 @@ def _merge(graph, key, new, node, what):
     try:
         merged = merge_shapes(old, tuple(new))
     except MXNetError:
-        raise MXNetError(f"shape conflict at node {node.name!r} ({what}): {old} vs "
-                         f"{tuple(new)}") from None
+        raise InferenceError(f"shape conflict at node {node.name!r} ({what}): {old} vs "
+                             f"{tuple(new)}", node.name) from None
     if merged != old:
         graph.shapes[key] = merged
         return True
@@ -53,7 +61,8 @@ def _shape_round(graph):
         try:
             ins, outs = node.op.infer_shape(node.attrs, in_shapes)
         except MXNetError as err:
-            raise MXNetError(f"shape inference failed at node {node.name!r}: {err}") from None
+            raise InferenceError(f"shape inference failed at node {node.name!r}: {err}",
+                                 node.name) from None
         names = node.input_names()
         for k, key, shape in zip(range(len(ins)), in_keys, ins):
             label = f"input {names[k] if k < len(names) else k}"
@@ -104,7 +113,8 @@ def infer_types(graph, given):
             try:
                 ins, outs = node.op.infer_type(node.attrs, [graph.dtypes.get(k) for k in keys])
             except MXNetError as err:
-                raise MXNetError(f"type inference failed at node {node.name!r}: {err}") from None
+                raise InferenceError(f"type inference failed at node {node.name!r}: {err}",
+                                     node.name) from None
             for key, dtype in [*zip(keys, ins), *(((i, k), t) for k, t in enumerate(outs))]:
                 if dtype is not None and graph.dtypes.get(key) is None:
                     graph.dtypes[key] = dtype

@@ -341,10 +341,11 @@ class Flatten(HybridBlock):
 
 # -- normalization ----------------------------------------------------------------------------
 
-def _norm_params(block, shape, center, scale, beta_init, gamma_init, differentiable=None):
-    """``gamma`` and ``beta`` of a normalization layer (grad_req 'null' when not learned)."""
-    gamma_kw = {} if differentiable is None else {"differentiable": scale}
-    beta_kw = {} if differentiable is None else {"differentiable": center}
+def _norm_params(block, shape, center, scale, beta_init, gamma_init, mark_differentiable=False):
+    """``gamma`` and ``beta`` of a normalization layer (grad_req 'null' when not learned;
+    ``mark_differentiable``: also ``differentiable=False`` then, as MXNet's BatchNorm does)."""
+    gamma_kw = {"differentiable": scale} if mark_differentiable else {}
+    beta_kw = {"differentiable": center} if mark_differentiable else {}
     block.gamma = block.params.get("gamma", grad_req="write" if scale else "null", shape=shape,
                                    init=gamma_init, allow_deferred_init=True, **gamma_kw)
     block.beta = block.params.get("beta", grad_req="write" if center else "null", shape=shape,
@@ -384,7 +385,7 @@ in_channels=2), ['bn_beta', 'bn_gamma'])
             self.in_channels = in_channels
         shape = (in_channels,)
         _norm_params(self, shape, center, scale, beta_initializer, gamma_initializer,
-                     differentiable=True)
+                     mark_differentiable=True)
         self.running_mean = self.params.get("running_mean", grad_req="null", shape=shape,
                                             init=running_mean_initializer,
                                             allow_deferred_init=True, differentiable=False)

@@ -1,6 +1,7 @@
 """``mx.gluon.model_zoo.vision``: MXNet 1.x's image classification models (ResNet V1/V2,
-MobileNet V1/V2, VGG, AlexNet, SqueezeNet, DenseNet) with MXNet's block and parameter names, so
-parameter files saved by MXNet (``save_parameters``, or the model zoo's downloads) load.
+MobileNet V1/V2, VGG, AlexNet, SqueezeNet, DenseNet, Inception V3) with MXNet's block and
+parameter names, so parameter files saved by MXNet (``save_parameters``, or the model zoo's
+downloads) load.
 
 Nothing is ever downloaded: ``pretrained=True`` raises an error saying how to load a local
 file (``net.load_parameters(path)``).
@@ -24,6 +25,8 @@ from .alexnet import *  # noqa: F403
 from .alexnet import __all__ as _alexnet_all
 from .densenet import *  # noqa: F403
 from .densenet import __all__ as _densenet_all
+from .inception import *  # noqa: F403
+from .inception import __all__ as _inception_all
 from .mobilenet import *  # noqa: F403
 from .mobilenet import __all__ as _mobilenet_all
 from .resnet import *  # noqa: F403
@@ -34,7 +37,7 @@ from .vgg import *  # noqa: F403
 from .vgg import __all__ as _vgg_all
 
 __all__ = ["get_model", "list_models", *_resnet_all, *_mobilenet_all, *_vgg_all,
-           *_alexnet_all, *_squeezenet_all, *_densenet_all]
+           *_alexnet_all, *_squeezenet_all, *_densenet_all, *_inception_all]
 
 #: ``get_model`` names (MXNet's spelling) -> constructor.
 _models = {
@@ -49,6 +52,7 @@ _models = {
     "alexnet": alexnet,  # noqa: F405
     "densenet121": densenet121, "densenet161": densenet161,  # noqa: F405
     "densenet169": densenet169, "densenet201": densenet201,  # noqa: F405
+    "inceptionv3": inception_v3,  # noqa: F405
     "squeezenet1.0": squeezenet1_0, "squeezenet1.1": squeezenet1_1,  # noqa: F405
     "mobilenet1.0": mobilenet1_0, "mobilenet0.75": mobilenet0_75,  # noqa: F405
     "mobilenet0.5": mobilenet0_5, "mobilenet0.25": mobilenet0_25,  # noqa: F405

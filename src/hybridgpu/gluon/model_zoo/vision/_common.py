@@ -4,9 +4,9 @@
 Example:
     >>> try:
     ...     check_pretrained("resnet18_v1", True, root="/nonexistent")
-    ... except Exception as err:
-    ...     print(type(err).__name__, str(err).splitlines()[0][:50])
-    MXNetError resnet18_v1(pretrained=True): hybridgpu does not
+    ... except MXNetError as err:
+    ...     print(str(err).split(" (")[0])
+    resnet18_v1(pretrained=True): hybridgpu does not download pretrained weights
 """
 
 from __future__ import annotations
