@@ -266,6 +266,24 @@ def test_loaded_model_computes_mxnets_logits(built, tmp_path):
            "mobilenetv2_1.0 loaded from a file")
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["resnet18_v1", "mobilenetv2_1.0"])
+def test_outputs_match_mxnet_on_gpu(name, built, tmp_path, gpu_available):
+    """Weights loaded onto the GPU, input on the GPU: MXNet's logits, imperative and
+    hybridized."""
+    path = tmp_path / f"{name}.params"
+    built(name).save_parameters(str(path))
+    net = _fresh(name)
+    net.load_parameters(str(path), ctx=gpu_available)
+    x = _input(name).as_in_context(gpu_available)
+    want = ARRAYS[f"{name}/logits"]
+    out = net(x)
+    assert out.context == gpu_available
+    _close(out.asnumpy(), want, f"{name} on {gpu_available}")
+    net.hybridize()
+    _close(net(x).asnumpy(), want, f"{name} hybridized on {gpu_available}")
+
+
 def test_fixtures_stay_small():
     total = sum(f.stat().st_size for f in FIXTURES.iterdir())
     assert total < 300 * 1024, f"{FIXTURES} holds {total} bytes; keep it under 300 KiB"
@@ -360,6 +378,42 @@ def test_hybridgpu_loads_parameters_saved_by_mxnet(tmp_path):
     net.load_parameters(str(tmp_path / "resnet18_v1.params"))
     _close(net(_input("resnet18_v1")).asnumpy(), ARRAYS["resnet18_v1/logits"],
            "resnet18_v1 with MXNet's file")
+
+
+_MXNET_IMPORTS = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import mxnet as mx
+import numpy as np
+import make_mxnet_model_zoo_fixtures as gen
+jobs, out = json.loads(sys.argv[1]), sys.argv[2]
+result = {}
+for name, sym_file, params_file in jobs:
+    net = mx.gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    side = gen.MODELS[name]
+    result[name] = net(mx.nd.array(gen.input_value((1, 3, side, side)))).asnumpy()
+np.savez(out, **result)
+"""
+
+
+@pytest.mark.oracle
+@needs_oracle
+def test_mxnet_runs_models_exported_by_hybridgpu(built, tmp_path):
+    """``export`` of a hybridized model-zoo network gives files MXNet's
+    ``SymbolBlock.imports`` runs to MXNet's own logits."""
+    jobs = []
+    for name in ["resnet18_v1", "resnet50_v1", "mobilenetv2_1.0", "squeezenet1.0"]:
+        net = built(name)
+        net.hybridize()
+        try:
+            net(_input(name))
+            jobs.append([name, *net.export(str(tmp_path / name))])
+        finally:
+            net.hybridize(False)
+    _oracle(_MXNET_IMPORTS, json.dumps(jobs), str(tmp_path / "out.npz"))
+    with np.load(tmp_path / "out.npz") as theirs:
+        for name, _, _ in jobs:
+            _close(theirs[name], ARRAYS[f"{name}/logits"], f"{name}: exported, run by MXNet")
 
 
 @pytest.mark.oracle

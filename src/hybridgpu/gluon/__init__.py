@@ -7,13 +7,14 @@ Example:
     'w'
 """
 
-from . import parameter
+from . import (
+           nn,  # noqa: E402, I001  (layers build on the classes above)
+           parameter,
+)
 from .block import Block
 from .hybrid_block import HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .symbol_block import SymbolBlock
 
-from . import nn  # noqa: E402, I001  (layers build on the classes above)
-
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
-           "DeferredInitializationError", "parameter", "nn"]
+           "DeferredInitializationError", "parameter", "nn", "contrib"]

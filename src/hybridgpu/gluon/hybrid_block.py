@@ -156,6 +156,7 @@ class HybridBlock(Block):
 
     def _symbol_forward(self, x, *args):
         params = {k: v.var() for k, v in self._reg_params.items()}
+        self._traced_input = x  # lets a shape error report this layer's input shape
         try:
             with self.name_scope():
                 return self.hybrid_forward(symbol, x, *args, **params)
@@ -212,11 +213,15 @@ class HybridBlock(Block):
         flat_out, out_format = flatten(out, "output", lambda v: isinstance(v, Symbol), _width)
         traced = symbol.Group(flat_out)
         graph = Graph(traced._outputs)
+        # parameters' current shapes win over the (possibly deferred) ones their variables
+        # were made with
+        given = {p.name: p.shape for p in self.collect_params().values() if known(p.shape)}
+        given.update({n: a.shape for n, a in zip(names, flat)})
         try:
             infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
-            infer_shapes(graph, {n: a.shape for n, a in zip(names, flat)})
+            infer_shapes(graph, given)
         except InferenceError as err:
-            raise self._layer_error(err) from None
+            raise self._layer_error(graph, err) from None
         params = self._bind_parameters(graph)
         for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
             if node.name in names and node.is_variable:
@@ -226,17 +231,23 @@ class HybridBlock(Block):
         self._last_trace = trace
         return trace
 
-    def _layer_error(self, err):
-        """``err`` prefixed with the layer that made the failing node: the descendant whose
-        prefix is the longest start of the node's name."""
-        layer, best = self, ""
-        stack = [self]
+    def _layer_error(self, graph, err):
+        """``err`` naming the layer that made the failing node (the descendant whose prefix
+        is the longest start of the node's name), that layer's input shape, and what the
+        layer expects (its ``_shape_hint()``, when it has one)."""
+        layer, best, stack = self, "", [self]
         while stack:
             block = stack.pop()
             stack.extend(block._children.values())
             if err.node_name.startswith(block.prefix) and len(block.prefix) > len(best):
                 layer, best = block, block.prefix
-        return InferenceError(f"{type(layer).__name__} {layer.name!r}: {err}", err.node_name)
+        shape = "unknown"
+        traced = getattr(layer, "_traced_input", None)
+        if isinstance(traced, Symbol) and id(traced._outputs[0].node) in graph.index:
+            shape = graph.shapes.get(graph.key(traced._outputs[0])) or shape
+        hint = layer._shape_hint() + ". " if hasattr(layer, "_shape_hint") else ""
+        return InferenceError(f"{type(layer).__name__} {layer.name!r} cannot take an input of "
+                              f"shape {shape}: {hint}({err})", err.node_name)
 
     def _bind_parameters(self, graph):
         """``[(variable name, Parameter)]`` of the graph; completes deferred parameters."""

@@ -396,7 +396,7 @@ _unary("radians", _ufunc("radians"), "in0 * (T)0.017453292519943295",
 
 # -- copies -----------------------------------------------------------------------------------
 
-_unary("identity", lambda xp, x: x.copy(), "in0", lambda F, x, y, g: g, aliases=("_copy",),
+_unary("_copy", lambda xp, x: x.copy(), "in0", lambda F, x, y, g: g, aliases=("identity",),
        doc="A copy of the input.")
 _unary("BlockGrad", lambda xp, x: x.copy(), "in0", _zero, aliases=("stop_gradient",),
        doc="A copy of the input through which no gradient flows (the gradient is zero).")

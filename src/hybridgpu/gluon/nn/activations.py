@@ -92,7 +92,8 @@ class ELU(HybridBlock):
     """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise.
 
     Example:
-        >>> ELU()(__import__("hybridgpu").nd.array([0.0, 2.0])).asnumpy()
+        >>> import hybridgpu as mx
+        >>> ELU()(mx.nd.array([0.0, 2.0])).asnumpy()
         array([0., 2.], dtype=float32)
     """
 
@@ -128,7 +129,8 @@ class Swish(HybridBlock):
     """``x * sigmoid(beta * x)``.
 
     Example:
-        >>> Swish()(__import__("hybridgpu").nd.array([0.0])).asnumpy()
+        >>> import hybridgpu as mx
+        >>> Swish()(mx.nd.array([0.0])).asnumpy()
         array([0.], dtype=float32)
     """
 

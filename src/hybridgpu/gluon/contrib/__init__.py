@@ -1,0 +1,5 @@
+"""``mx.gluon.contrib``: where MXNet 1.9 keeps some layers (``contrib.nn.Identity``, ...)."""
+
+from . import nn
+
+__all__ = ["nn"]

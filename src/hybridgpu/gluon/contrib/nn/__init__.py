@@ -1,0 +1,12 @@
+"""``mx.gluon.contrib.nn``: MXNet 1.9 keeps ``Identity``, ``Concurrent`` and
+``HybridConcurrent`` here; hybridgpu defines them in ``gluon.nn`` and re-exports them.
+
+Example:
+    >>> from hybridgpu.gluon.contrib.nn import Identity
+    >>> Identity.__name__
+    'Identity'
+"""
+
+from ...nn.basic_layers import Concurrent, HybridConcurrent, Identity
+
+__all__ = ["Identity", "Concurrent", "HybridConcurrent"]
