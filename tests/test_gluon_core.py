@@ -374,8 +374,6 @@ def test_load_parameters_wrong_shape_names_the_parameter(tmp_path):
         Linear(2, in_units=4).load_parameters(path)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: load_parameters checks missing names one by "
-                   "one, so a deduplicated file (shared parameters saved once) never loads")
 def test_deduplicated_files_load_like_mxnet(tmp_path):
     net = _shared_outer()
     net.initialize()
@@ -449,8 +447,6 @@ def test_cast_changes_parameter_dtypes():
     assert out.dtype == np.float16
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: Parameter.cast keeps the cached Symbol "
-                   "variable (old dtype), so tracing after cast fails type inference")
 def test_cast_then_hybridized_forward():
     net = Linear(3, in_units=4)
     net.initialize()
@@ -643,9 +639,6 @@ def test_two_threads_share_one_hybridized_net():
     assert errors == []
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: HybridBlock._param_data finishes deferred "
-                   "initialization without a lock, so concurrent first calls initialize the "
-                   "weights once per thread and return results of discarded weights")
 def test_concurrent_first_calls_initialize_deferred_parameters_once():
     calls, barrier = [], threading.Barrier(2)
 
@@ -670,9 +663,6 @@ def test_concurrent_first_calls_initialize_deferred_parameters_once():
     assert [o.tolist() for o in outs] == [[[3.0, 3.0]]] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: BlockScope keeps its enter/exit stack on the "
-                   "instance, so two threads in one block's name_scope restore each other's "
-                   "name managers (and can pop an empty list)")
 def test_name_scope_of_one_block_in_two_threads():
     block = Counting()
     a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()

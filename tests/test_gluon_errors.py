@@ -158,8 +158,6 @@ class Linear(gluon.HybridBlock):
         return F.FullyConnected(x, weight, no_bias=True, num_hidden=self._units)
 
 
-@pytest.mark.xfail(strict=True, reason="core: an op error raised in an imperative "
-                   "hybrid_forward does not say which block raised it")
 def test_custom_layer_wrong_input_shape_imperative():
     net = Linear(3)
     net.initialize()

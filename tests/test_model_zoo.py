@@ -1,13 +1,14 @@
 """``gluon.model_zoo.vision`` against MXNet 1.9.1's model zoo.
 
 The fixtures (``tests/fixtures/mxnet_model_zoo/``, written by
-``tests/fixtures/make_mxnet_model_zoo_fixtures.py`` under the oracle) hold, for ten models, what
-MXNet builds (parameter names, structural names, shapes before and after initialization,
+``tests/fixtures/make_mxnet_model_zoo_fixtures.py`` under the oracle) hold, for eleven models,
+what MXNet builds (parameter names, structural names, shapes before and after initialization,
 grad_req, block tree, symbolic graph) and what it computes (logits) with every parameter set to
 ``param_value(index, name, shape)``; for the other family members, a digest of the structure.
 The tests build the same models here, set the same values and compare, imperative and
-hybridized. ``oracle`` tests (skipped without ``.oracle/``) hand parameter files both ways
-between hybridgpu and the real MXNet and re-run the generator.
+hybridized (and on a GPU when there is one). ``oracle`` tests (skipped without ``.oracle/``)
+hand parameter files both ways between hybridgpu and the real MXNet, run hybridgpu's exported
+models in MXNet, and re-run the generator.
 
 Run: ``PYTHONPATH=src python3 -m pytest -q tests/test_model_zoo.py -p no:cacheprovider``;
 ``-m "not model_zoo_big"`` leaves out the three largest models' output tests (densenet121,

@@ -179,9 +179,9 @@ class Block:
     def save_parameters(self, filename, deduplicate=False):
         """Save parameters under their structural names (MXNet's ``.params`` format)."""
         params = self._collect_params_with_prefix()
-        if deduplicate:
-            seen = {}
-            params = {k: v for k, v in params.items() if seen.setdefault(id(v), k) == k}
+        if deduplicate:  # a shared parameter is saved once, under its last name (as MXNet)
+            last = {id(v): k for k, v in params.items()}
+            params = {k: v for k, v in params.items() if last[id(v)] == k}
         nd.save(filename, {key: param._reduce() for key, param in params.items()})
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
@@ -199,8 +199,9 @@ class Block:
                                        cast_dtype=cast_dtype, dtype_source=dtype_source)
             return
         if not allow_missing:
+            present = {id(params[n]) for n in loaded if n in params}  # shared: any name counts
             for name in params:
-                if name not in loaded:
+                if name not in loaded and id(params[name]) not in present:
                     raise MXNetError(f"Parameter {name!r} is missing in file {filename!r}, "
                                      f"which contains parameters: {sorted(loaded)[:10]}. Set "
                                      "allow_missing=True to ignore missing parameters.")

@@ -29,7 +29,13 @@ class BlockScope:
     def __init__(self, block):
         self._block = block
         self._counter: dict[str, int] = {}
-        self._previous = []
+        self._stacks = threading.local()  # (outer scope, Prefix) entered, per thread
+
+    def _entered(self):
+        stack = getattr(self._stacks, "entered", None)
+        if stack is None:
+            stack = self._stacks.entered = []
+        return stack
 
     @staticmethod
     def current():
@@ -60,14 +66,15 @@ class BlockScope:
     def __enter__(self):
         if self._block._empty_prefix:
             return self
-        self._previous.append((BlockScope.current(), naming.Prefix(self._block.prefix)))
+        names = naming.Prefix(self._block.prefix)
+        self._entered().append((BlockScope.current(), names))
         _local.scope = self
-        self._previous[-1][1].__enter__()  # symbols made inside get the block's prefix
+        names.__enter__()  # symbols made inside get the block's prefix
         return self
 
     def __exit__(self, *exc):
         if self._block._empty_prefix:
             return
-        outer, names = self._previous.pop()
+        outer, names = self._entered().pop()
         names.__exit__(*exc)
         _local.scope = outer

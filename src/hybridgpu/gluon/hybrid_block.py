@@ -59,6 +59,15 @@ class _Trace:
         self.symbol = symbol_         # the traced Symbol, for export
 
 
+def _named_error(err, block):
+    """``err`` (an op error raised while ``block`` ran imperatively) naming the block, unless
+    it already names a block (an inner layer's, or a subclass carrying its own context)."""
+    message = str(err)
+    if type(err) is not MXNetError or repr(block.name) in message or message.startswith("in "):
+        return err
+    return MXNetError(f"in {type(block).__name__} {block.name!r}: {message}")
+
+
 def _is_leaf(value):
     return isinstance(value, (NDArray, Symbol))
 
@@ -133,7 +142,11 @@ class HybridBlock(Block):
         with ctx:
             if self._active:
                 return self._call_traced(x, *args)
-            return self.hybrid_forward(nd, x, *args, **self._param_data(ctx, (x, *args)))
+            params = self._param_data(ctx, (x, *args))
+            try:
+                return self.hybrid_forward(nd, x, *args, **params)
+            except MXNetError as err:
+                raise _named_error(err, self) from None
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, for ``F = nd`` and ``F = sym``; override it."""
@@ -151,7 +164,11 @@ class HybridBlock(Block):
         try:
             return {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
-            self._trace(*flatten(list(args), "input", _is_leaf), ctx)
+            with self._trace_lock:  # one thread completes deferred init; others then read it
+                try:
+                    return {k: v.data(ctx) for k, v in self._reg_params.items()}
+                except DeferredInitializationError:
+                    self._trace(*flatten(list(args), "input", _is_leaf), ctx)
             return {k: v.data(ctx) for k, v in self._reg_params.items()}
 
     def _symbol_forward(self, x, *args):
@@ -264,9 +281,9 @@ class HybridBlock(Block):
                 param._finish_deferred_init()
             bound.append((node.name, param))
         unused = sorted(set(by_name) - {n for n, _ in bound})
-        for name in unused:
-            warnings.warn(f"Parameter {name} is not used by any computation. Is this intended?",
-                          stacklevel=6)
+        if unused:
+            warnings.warn(f"Parameter {', '.join(unused)} is not used by any computation. Is "
+                          "this intended?", stacklevel=6)
         return bound
 
     # -- graphs out ---------------------------------------------------------------------

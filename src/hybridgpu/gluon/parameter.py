@@ -263,6 +263,7 @@ class Parameter:
     def cast(self, dtype):
         """Convert data and gradients to ``dtype``."""
         self.dtype = dtype
+        self._var = None  # its variable carries the old dtype
         if self._data is None:
             return
         self._data = OrderedDict((c, a.astype(dtype)) for c, a in self._data.items())
