@@ -1,15 +1,17 @@
 """The main job: ``python -m hybridgpu bench`` prints the imperative-vs-hybridized table on
 gpu(0) if there is one, else cpu(0).
 
-Until the hybridized engine lands (issue "The hybridized engine"), the hybridized column reads
-``n/a`` and each workload is timed imperatively beside its hand-written NumPy/CuPy floor.
-Times are medians of several repeats, each of many calls (after a warm-up); on gpu every repeat
-ends with a device synchronization.
+Workloads (issue "The hybridized engine", benchmarks): the seed MLP (Dense 256 relu, Dense 128
+relu, Dense 2) at batch 1 and 64; a chain of 8 elementwise ops (2^24 float32 on gpu, 2^20 on
+cpu); resnet18_v1 at batch 1 (224x224 on gpu, 64x64 on cpu). Each runs imperatively and
+hybridized, beside a hand-written NumPy/CuPy floor of the same math. Times are medians of
+several repeats of many calls after a warm-up; on gpu every repeat ends with a device sync.
+Until the compiler lands, hybridized graphs run through the reference interpreter.
 
 Example:
-    >>> rows = run_table(ctx=None, quick=True, workloads=["add-1x512"], progress=False)
-    >>> rows[0]["workload"]
-    'add-1x512'
+    >>> rows = run_table(quick=True, workloads=["mlp-batch1"], progress=False)
+    >>> rows[0]["workload"], rows[0]["hybridized_us"] > 0
+    ('mlp-batch1', True)
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ import time
 
 import numpy as np
 
-from . import nd
+from . import gluon, nd
 from .context import cpu, gpu, num_gpus
 
-__all__ = ["run_table", "main"]
+__all__ = ["run_table", "format_table", "main", "WORKLOADS"]
 
 
 def _sync(ctx):
@@ -33,14 +35,15 @@ def _sync(ctx):
         nd.waitall()
 
 
-def _median_seconds(fn, ctx, quick):
+def median_seconds(fn, ctx, quick=False):
+    """Median seconds per call of ``fn`` over several timed repeats (after a warm-up)."""
     fn()
     _sync(ctx)
     start = time.perf_counter()
     fn()
     _sync(ctx)
     single = max(time.perf_counter() - start, 1e-7)
-    number = max(1, min(10000, int((0.02 if quick else 0.1) / single)))
+    number = max(1, min(10000, int((0.02 if quick else 0.2) / single)))
     samples = []
     for _ in range(3 if quick else 7):
         start = time.perf_counter()
@@ -51,101 +54,106 @@ def _median_seconds(fn, ctx, quick):
     return statistics.median(samples)
 
 
-def _add_workload(ctx, xp):
-    rng = np.random.RandomState(0)
-    a_host, b_host = rng.rand(1, 512).astype(np.float32), rng.rand(1, 512).astype(np.float32)
-    a, b = nd.array(a_host, ctx=ctx), nd.array(b_host, ctx=ctx)
-    fa, fb = a.handle, b.handle
-    return (lambda: a + b), (lambda: fa + fb)
+def seed_mlp():
+    """The seeds' MLP: Dense(256, relu), Dense(128, relu), Dense(2)."""
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Dense(256, activation="relu"), gluon.nn.Dense(128, activation="relu"),
+                gluon.nn.Dense(2))
+    return net
 
 
-def _mlp_workload(batch):
-    def make(ctx, xp):
-        rng = np.random.RandomState(0)
-        sizes = [(256, 512), (128, 256), (2, 128)]
-        host = [(rng.randn(o, i).astype(np.float32) * 0.05, np.zeros(o, np.float32))
-                for o, i in sizes]
-        params = [(nd.array(w, ctx=ctx), nd.array(b, ctx=ctx)) for w, b in host]
-        raw = [(w.handle, b.handle) for w, b in params]
-        x = nd.array(rng.randn(batch, 512).astype(np.float32), ctx=ctx)
+def _mlp(batch):
+    def make(ctx):
+        net = seed_mlp()
+        net.initialize(ctx=ctx)
+        x = nd.array(np.random.RandomState(0).randn(batch, 512).astype(np.float32), ctx=ctx)
+        net(x)
+        xp, raw = ctx.xp, [(d.weight.data(ctx).handle, d.bias.data(ctx).handle) for d in net]
         fx = x.handle
-
-        def imperative():
-            h = x
-            for i, (w, b) in enumerate(params):
-                h = nd.FullyConnected(h, w, b, num_hidden=w.shape[0])
-                if i < 2:
-                    h = nd.relu(h)
-            return h
 
         def floor():
             h = fx
             for i, (w, b) in enumerate(raw):
                 h = h @ w.T + b
-                if i < 2:
-                    h = xp.maximum(h, 0)
+                h = xp.maximum(h, 0) if i < 2 else h
             return h
 
-        return imperative, floor
+        return net, x, floor
 
     return make
 
 
-def _chain_workload(ctx, xp):
+class _Chain8(gluon.HybridBlock):
+    """Eight elementwise ops: the fusion benchmark."""
+
+    def hybrid_forward(self, F, x):
+        y = F.relu(x * 2.0 + 1.0 - 1.5)
+        y = F.exp(y * -1.0) * 3.0
+        return F.sqrt(y + x * x)
+
+
+def _chain(ctx):
     n = (1 << 24) if ctx.is_gpu else (1 << 20)
     x = nd.array(np.random.RandomState(0).rand(n).astype(np.float32), ctx=ctx)
-    fx = x.handle
-
-    def imperative():
-        y = x * 2.0 + 1.0
-        y = nd.relu(y - 1.5)
-        y = nd.exp(y * -1.0) * 3.0
-        return y + x
+    xp, fx = ctx.xp, x.handle
 
     def floor():
-        y = fx * 2.0 + 1.0
-        y = xp.maximum(y - 1.5, 0)
+        y = xp.maximum(fx * 2.0 + 1.0 - 1.5, 0)
         y = xp.exp(y * -1.0) * 3.0
-        return y + fx
+        return xp.sqrt(y + fx * fx)
 
-    return imperative, floor
+    return _Chain8(), x, floor
 
 
-WORKLOADS = {
-    "add-1x512": _add_workload,
-    "mlp-batch1": _mlp_workload(1),
-    "mlp-batch64": _mlp_workload(64),
-    "chain8-elementwise": _chain_workload,
-}
+def _resnet(ctx):
+    from .gluon.model_zoo import vision
+
+    size = 224 if ctx.is_gpu else 64
+    net = vision.resnet18_v1()
+    net.initialize(ctx=ctx)
+    x = nd.array(np.random.RandomState(0).rand(1, 3, size, size).astype(np.float32), ctx=ctx)
+    return net, x, None
+
+
+WORKLOADS = {"mlp-batch1": _mlp(1), "mlp-batch64": _mlp(64), "chain8-elementwise": _chain,
+             "resnet18_v1-batch1": _resnet}
+
+
+def _time_row(name, ctx, quick):
+    net, x, floor = WORKLOADS[name](ctx)
+    t_floor = median_seconds(floor, ctx, quick) if floor else None
+    t_imp = median_seconds(lambda: net(x), ctx, quick)
+    net.hybridize()
+    t_hyb = median_seconds(lambda: net(x), ctx, quick)
+    return {"workload": name, "device": str(ctx),
+            "floor_us": None if t_floor is None else t_floor * 1e6,
+            "imperative_us": t_imp * 1e6, "hybridized_us": t_hyb * 1e6,
+            "speedup": t_imp / t_hyb}
 
 
 def run_table(ctx=None, quick=False, workloads=None, progress=True):
-    """Time every workload on ``ctx``; returns one dict per row."""
+    """Time every workload on ``ctx`` (default: gpu(0) if any, else cpu(0)); one dict a row."""
     ctx = ctx or (gpu(0) if num_gpus() > 0 else cpu(0))
     rows = []
     for name in workloads or WORKLOADS:
         if progress:
             print(f"[bench] {name} on {ctx} ...", file=sys.stderr, flush=True)
-        imperative, floor = WORKLOADS[name](ctx, ctx.xp)
-        t_imp = _median_seconds(imperative, ctx, quick)
-        t_floor = _median_seconds(floor, ctx, quick)
-        rows.append({"workload": name, "device": str(ctx), "floor_us": t_floor * 1e6,
-                     "imperative_us": t_imp * 1e6, "hybridized_us": None,
-                     "imperative_over_floor": t_imp / t_floor})
+        rows.append(_time_row(name, ctx, quick))
     return rows
 
 
 def format_table(rows):
     """The rows as a fixed-width text table."""
-    head = (f"{'workload':<20} {'device':<8} {'floor us':>10} {'imperative us':>14} "
-            f"{'hybridized us':>14} {'imp/floor':>10}")
+    head = (f"{'workload':<20} {'device':<7} {'floor us':>9} {'imperative us':>14} "
+            f"{'hybridized us':>14} {'hybrid speedup':>15}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        hyb = "n/a" if r["hybridized_us"] is None else f"{r['hybridized_us']:.1f}"
-        lines.append(f"{r['workload']:<20} {r['device']:<8} {r['floor_us']:>10.1f} "
-                     f"{r['imperative_us']:>14.1f} {hyb:>14} "
-                     f"{r['imperative_over_floor']:>9.2f}x")
-    lines.append("hybridized: n/a until the hybridized engine lands (compiler issue)")
+        floor = "-" if r["floor_us"] is None else f"{r['floor_us']:.1f}"
+        lines.append(f"{r['workload']:<20} {r['device']:<7} {floor:>9} "
+                     f"{r['imperative_us']:>14.1f} {r['hybridized_us']:>14.1f} "
+                     f"{r['speedup']:>14.2f}x")
+    lines.append("hybridized graphs run on the reference interpreter until the compiler lands")
     return "\n".join(lines)
 
 

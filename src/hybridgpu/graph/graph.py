@@ -68,6 +68,23 @@ class Graph:
         """``(node index, output index)`` of an Entry."""
         return (self.index[id(entry.node)], entry.index)
 
+    def release_plan(self):
+        """``{node index: [value keys whose last reader is that node]}``: what an executor
+        can free after running the node (graph outputs are never freed). Cached."""
+        plan = self.__dict__.get("_release_plan")
+        if plan is None:
+            last = {}
+            for i, node in enumerate(self.nodes):
+                for e in node.inputs:
+                    last[self.key(e)] = i
+            keep = {self.key(e) for e in self.outputs}
+            plan = {}
+            for key, i in last.items():
+                if key not in keep:
+                    plan.setdefault(i, []).append(key)
+            self._release_plan = plan
+        return plan
+
     def users(self):
         """``{node index: [indices of nodes that read it]}``."""
         users = {i: [] for i in range(len(self.nodes))}

@@ -25,6 +25,7 @@ def evaluate(graph, inputs, xp, is_train=False, rng=None):
     Ops that mutate auxiliary states (BatchNorm in training) write into the arrays passed in.
     """
     values = {}
+    release = graph.release_plan()  # drop each value after its last reader, as eager code does
     for i, node in enumerate(graph.nodes):
         if node.is_variable:
             if node.name not in inputs:
@@ -47,4 +48,6 @@ def evaluate(graph, inputs, xp, is_train=False, rng=None):
                              f"inputs of shapes {shapes}: {err}") from None
         for k, r in enumerate(result if isinstance(result, tuple) else (result,)):
             values[(i, k)] = r
+        for key in release.get(i, ()):
+            values.pop(key, None)
     return [values[graph.key(e)] for e in graph.outputs]
