@@ -16,14 +16,14 @@ MODES = ["floor", "imperative", "hybridized"]
 @pytest.mark.parametrize("workload", list(WORKLOADS))
 def test_model(benchmark, bench_ctx, workload, mode):
     net, x, floor = WORKLOADS[workload](bench_ctx)
-    if mode == "floor":
-        if floor is None:
-            pytest.skip(f"{workload} has no hand-written floor")
-        fn = floor
-    else:
-        if mode == "hybridized":
-            net.hybridize()
-        fn = (lambda: net(x))
+    if mode == "floor" and floor is None:
+        pytest.skip(f"{workload} has no hand-written floor")
+    if mode == "hybridized":
+        net.hybridize()
+
+    def fn():
+        return floor() if mode == "floor" else net(x)
+
     benchmark.group = workload
     if bench_ctx.is_gpu:
         def run():
