@@ -17,4 +17,4 @@ from .parameter import Constant, DeferredInitializationError, Parameter, Paramet
 from .symbol_block import SymbolBlock
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
-           "DeferredInitializationError", "parameter", "nn", "contrib"]
+           "DeferredInitializationError", "parameter", "nn", "contrib", "model_zoo"]

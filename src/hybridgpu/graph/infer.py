@@ -51,10 +51,13 @@ def _merge(graph, key, new, node, what):
     return False
 
 
-def _shape_round(graph):
+def _shape_round(graph, skip_known):
     changed = False
     for i, node in enumerate(graph.nodes):
         if node.is_variable:
+            continue
+        if skip_known and all(known(graph.shapes.get((i, k)))
+                              for k in range(node.num_outputs)):
             continue
         in_keys = [graph.key(e) for e in node.inputs]
         in_shapes = [graph.shapes.get(k) for k in in_keys]
@@ -72,9 +75,18 @@ def _shape_round(graph):
     return changed
 
 
-def infer_shapes(graph, given):
+def infer_shapes(graph, given, use_cache=False):
     """Fill ``graph.shapes`` from ``given`` (variable name -> shape) and each variable's
-    ``__shape__`` attribute."""
+    ``__shape__`` attribute.
+
+    Every run records fully known output shapes on the nodes (``node.shape_cache``).
+    ``use_cache=True`` starts from those and skips nodes already known: fast for asking one
+    output's shape again and again while a graph grows (``Symbol.shape`` in a deep trace), but
+    it does not fill the variables above cached nodes, so a trace runs a full inference."""
+    if use_cache:
+        for i, node in enumerate(graph.nodes):
+            for k, shape in node.shape_cache.items():
+                graph.shapes[(i, k)] = shape
     for i, node in enumerate(graph.nodes):
         if node.is_variable:
             shape = given.get(node.name)
@@ -85,8 +97,12 @@ def infer_shapes(graph, given):
             if shape is not None:
                 _merge(graph, (i, 0), tuple(shape), node, "given shape")
     for _ in range(_MAX_ROUNDS):
-        if not _shape_round(graph):
+        if not _shape_round(graph, use_cache):
             break
+    for i, node in enumerate(graph.nodes):
+        for k in range(node.num_outputs if not node.is_variable else 0):
+            if known(graph.shapes.get((i, k))):
+                node.shape_cache[k] = graph.shapes[(i, k)]
 
 
 def unknown_inputs(graph):

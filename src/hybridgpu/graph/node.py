@@ -22,7 +22,8 @@ class Node:
     back to JSON), ``inputs`` (Entries) and ``extra`` (graph-level attributes such as
     ``__shape__``, ``__lr_mult__`` or any user attribute, all strings)."""
 
-    __slots__ = ("op", "name", "attrs", "given_attrs", "inputs", "extra", "__weakref__")
+    __slots__ = ("op", "name", "attrs", "given_attrs", "inputs", "extra", "shape_cache",
+                 "__weakref__")
 
     def __init__(self, op, name, attrs, inputs, given_attrs=None, extra=None):
         self.op = op
@@ -31,6 +32,7 @@ class Node:
         self.given_attrs = dict(given_attrs or {})
         self.inputs = list(inputs)
         self.extra = dict(extra or {})
+        self.shape_cache = {}  # output index -> fully known shape found by an inference
 
     @classmethod
     def variable(cls, name, extra=None):

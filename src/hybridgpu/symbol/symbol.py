@@ -284,6 +284,8 @@ class Symbol:
                              f"{self.list_inputs()}")
         replace = dict(zip(arguments, args)) if args else kwargs
         graph = self._graph()
+        for node in graph.nodes:  # inputs change: shapes found before may not hold
+            node.shape_cache.clear()
         for node in graph.nodes:
             node.inputs = [replace[e.node.name]._outputs[0]
                            if e.node.is_variable and e.node.name in replace else e
@@ -362,7 +364,8 @@ class Symbol:
     def shape(self):
         """The output's shape, inferred from the variables' shapes (``sym.var(shape=...)``);
         MXNetError naming the variables without a shape when it cannot be known."""
-        return self._inferred("shape", self._graph(), infer_shapes)
+        return self._inferred("shape", self._graph(),
+                              lambda graph, given: infer_shapes(graph, given, use_cache=True))
 
     @property
     def dtype(self):
