@@ -26,7 +26,7 @@ class MXNetError(RuntimeError):
     """
 
 
-class NotImplementedForSymbol(MXNetError):
+class NotImplementedForSymbol(MXNetError):  # noqa: N818  (MXNet's name)
     """An NDArray-only operation (a value, an in-place op) was used on a Symbol; MXNet's name,
     kept so ``except mx.base.NotImplementedForSymbol`` works. hybridgpu raises its subclass
     ``hybridgpu.symbol.NotAvailableOnSymbol``, whose message says what to use instead."""
