@@ -32,7 +32,8 @@ from collections import OrderedDict
 from .. import modes, random_state, symbol
 from .. import ndarray as nd
 from ..base import MXNetError
-from ..graph import Graph, InferenceError, evaluate, infer_shapes, infer_types
+from ..compiler import compile_graph
+from ..graph import Graph, InferenceError, infer_shapes, infer_types
 from ..ndarray import NDArray
 from ..ops.rules import known
 from ..symbol import NotAvailableOnSymbol, Symbol
@@ -49,7 +50,7 @@ _HYBRIDIZE_FLAGS = ("static_alloc", "static_shape", "inline_limit", "forward_bul
 
 
 class _Trace:
-    """One traced signature: the graph to run and how its values map to arrays."""
+    """One traced signature: the graph, its compiled Executable, and how values map."""
 
     def __init__(self, graph, input_names, params, out_format, symbol_):
         self.graph = graph
@@ -57,6 +58,7 @@ class _Trace:
         self.params = params          # [(variable name, Parameter)]
         self.out_format = out_format
         self.symbol = symbol_         # the traced Symbol, for export
+        self.executable = None        # compiled on first replay (compile_graph)
 
 
 def _named_error(err, block):
@@ -200,12 +202,10 @@ class HybridBlock(Block):
         values = {n: a._data for n, a in zip(trace.input_names, flat)}
         for name, param in trace.params:
             values[name] = param.data(ctx)._data
-        rng = random_state.generator(ctx)
-        with ctx.scope():
-            outs = evaluate(trace.graph, values, ctx.xp, is_train=modes.is_training(), rng=rng)
-        fresh = [o.copy() if e.node.is_variable else o
-                 for o, e in zip(outs, trace.graph.outputs)]  # never hand out a parameter
-        return regroup([NDArray(o, ctx) for o in fresh], trace.out_format)
+        if trace.executable is None:
+            trace.executable = compile_graph(trace.graph, ctx, key[3], self._flags)
+        outs = trace.executable(values, rng=random_state.generator(ctx))
+        return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
 
     def _new_trace(self, key, flat, in_format, ctx):
         trace = self._trace(flat, in_format, ctx)
