@@ -8,7 +8,19 @@ Example:
     12.0
 """
 
-from . import attribute, base, context, gluon, initializer, name, ndarray, ops, random, symbol
+from . import (
+    attribute,
+    autograd,
+    base,
+    context,
+    gluon,
+    initializer,
+    name,
+    ndarray,
+    ops,
+    random,
+    symbol,
+)
 from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
@@ -19,6 +31,6 @@ init = initializer
 
 __version__ = "0.1.0"
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
-           "gluon", "initializer", "init",
+           "gluon", "initializer", "init", "autograd",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]

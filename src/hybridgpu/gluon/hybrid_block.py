@@ -40,6 +40,7 @@ from ..symbol import NotAvailableOnSymbol, Symbol
 from .block import Block
 from .nesting import flatten, regroup
 from .parameter import DeferredInitializationError
+from .traced_backward import run_recorded
 
 __all__ = ["HybridBlock"]
 
@@ -199,6 +200,10 @@ class HybridBlock(Block):
         if trace is None:
             with self._trace_lock:
                 trace = self._traces.get(key) or self._new_trace(key, flat, in_format, ctx)
+        if modes.is_recording():
+            recorded = run_recorded(self, trace, flat, ctx)
+            if recorded is not None:
+                return regroup(recorded, trace.out_format)
         values = {n: a._data for n, a in zip(trace.input_names, flat)}
         for name, param in trace.params:
             values[name] = param.data(ctx)._data

@@ -21,6 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import autograd
 from .. import ndarray as nd
 from ..base import MXNetError, mx_real_t
 from ..context import Context, cpu, current_context
@@ -163,9 +164,17 @@ class Parameter:
     def _init_grad(self):
         if self._grad_req == "null" or self._data is None:
             self._grad = None
+            for arr in (self._data or {}).values():
+                arr._ag = None
             return
         self._grad = OrderedDict(
             (ctx, nd.zeros(arr.shape, ctx=ctx, dtype=arr.dtype)) for ctx, arr in self._data.items())
+        for ctx, arr in self._data.items():
+            self._track(arr, self._grad[ctx])
+
+    def _track(self, data, grad):
+        """Make ``data`` an autograd variable whose gradient lands in ``grad``."""
+        autograd.mark_variables([data], [grad], self._grad_req)
 
     # -- access -------------------------------------------------------------------------
     def _check_initialized(self):
@@ -197,6 +206,7 @@ class Parameter:
             arr = self._data[ctx] = next(iter(self._data.values())).copyto(ctx)
             if self._grad is not None:
                 self._grad[ctx] = nd.zeros(arr.shape, ctx=ctx, dtype=arr.dtype)
+                self._track(arr, self._grad[ctx])
         return arr
 
     def list_data(self):
@@ -247,7 +257,8 @@ class Parameter:
             self._deferred_init = ()
             return
         for arr in self._data.values():
-            arr[:] = data if isinstance(data, nd.NDArray) else nd.array(data)
+            src = data if isinstance(data, nd.NDArray) else nd.array(data)
+            arr._data[...] = src.as_in_context(arr.context)._data  # not an autograd-visible op
 
     def reset_ctx(self, ctx):
         """Move the data (or the pending initialization) to ``ctx``."""

@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from .. import ops
+from .. import modes, ops
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..ops.reshape_codes import target_shape
@@ -62,12 +62,13 @@ class NDArray:
         ((2, 2), <class 'numpy.float32'>, cpu(0), [[1.0, 3.0], [2.0, 4.0]])
     """
 
-    __slots__ = ("_data", "_ctx", "__weakref__")
+    __slots__ = ("_data", "_ctx", "_ag", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, data, ctx=None):
         self._data = data
         self._ctx = ctx if ctx is not None else current_context()
+        self._ag = None  # autograd: None, or an AGInfo (variable or recorded output)
 
     # -- attributes ---------------------------------------------------------------------
     @property
@@ -142,6 +143,32 @@ class NDArray:
     def wait_to_write(self):
         """Same as ``wait_to_read`` here (hybridgpu has no write dependencies)."""
         self.wait_to_read()
+
+    # -- autograd -----------------------------------------------------------------------
+    def attach_grad(self, grad_req="write", stype=None):
+        """Track this array in ``autograd.record()``; its gradient appears in ``.grad``."""
+        from .. import autograd
+
+        if stype not in (None, "default"):
+            raise MXNetError(f"attach_grad: sparse gradient storage {stype!r} is not supported")
+        autograd.mark_variables([self], [NDArray(self._ctx.xp.zeros_like(self._data),
+                                                 self._ctx)], grad_req)
+
+    @property
+    def grad(self):
+        """The gradient buffer of a tracked array (None when not tracked)."""
+        return None if self._ag is None else self._ag.grad
+
+    def detach(self):
+        """The same data, not tracked: gradients stop here."""
+        return NDArray(self._data, self._ctx)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """``autograd.backward(self, out_grad)``."""
+        from .. import autograd
+
+        autograd.backward([self], None if out_grad is None else [out_grad],
+                          retain_graph=retain_graph, train_mode=train_mode)
 
     # -- copies and conversions ---------------------------------------------------------
     def astype(self, dtype, copy=True):
@@ -283,6 +310,7 @@ class NDArray:
         return NDArray(result, self._ctx)
 
     def __setitem__(self, key, value):
+        _check_not_recorded(self, "x[...] = value")
         if isinstance(value, NDArray):
             value = to_device_array(value._data, value._ctx, self._ctx, copy=False)
         elif isinstance(value, np.ndarray) and self._ctx.is_gpu:
@@ -331,10 +359,20 @@ def _binary_method(array_name, scalar_name):
     return method
 
 
+def _check_not_recorded(array, what):
+    """In-place writes would silently change values a recorded gradient needs."""
+    if array._ag is not None and modes.is_recording():
+        raise MXNetError(f"Inplace operations ({what}) are not supported when recording with "
+                         "autograd: write y = x + 1 instead of x += 1")
+
+
 def _inplace_method(array_name, scalar_name):
     array_op, scalar_op = ops.get(array_name), ops.get(scalar_name)
+    symbol = {"broadcast_add": "+=", "broadcast_sub": "-=", "broadcast_mul": "*=",
+              "broadcast_div": "/=", "broadcast_mod": "%=", "broadcast_power": "**="}[array_name]
 
     def method(self, other):
+        _check_not_recorded(self, symbol)
         if isinstance(other, NDArray):
             return invoke(array_op, [self, other], _NOATTR, out=self)
         attrs = _scalar_attr(other)
