@@ -15,6 +15,7 @@ from . import (
     context,
     gluon,
     initializer,
+    metric,
     name,
     ndarray,
     ops,
@@ -31,6 +32,6 @@ init = initializer
 
 __version__ = "0.1.0"
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
-           "gluon", "initializer", "init", "autograd",
+           "gluon", "initializer", "init", "autograd", "metric",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
