@@ -117,6 +117,23 @@ def test_inplace_ops_on_recorded_arrays_are_refused():
             y[:] = 0
 
 
+def test_views_indexing_copies_and_device_moves_are_recorded():
+    x = _var(np.arange(6.0).reshape(2, 3))
+    with autograd.record():
+        y = ((x.reshape((3, 2)) * 2).sum() + (x[1] * 3).sum() + x[:, [0, 0]].sum()
+             + x.copy().sum() + x.as_in_context(mx.cpu(1)).sum().as_in_context(mx.cpu()))
+    y.backward()
+    expected = np.full((2, 3), 2.0 + 1 + 1)  # reshape*2, copy, device round trip
+    expected[1] += 3          # x[1] * 3
+    expected[:, 0] += 2       # column 0 picked twice
+    np.testing.assert_allclose(x.grad.asnumpy(), expected)
+
+
+def test_mixed_dtypes_are_refused_as_in_mxnet():
+    with pytest.raises(MXNetError, match="different dtypes float64 and float32"):
+        nd.array([1.0], dtype="float64") * nd.array([1.0], dtype="float32")
+
+
 def test_backward_of_an_untracked_array_is_an_error():
     with pytest.raises(MXNetError, match="not part of a recorded graph"):
         nd.array([1.0]).backward()

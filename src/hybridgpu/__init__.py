@@ -15,10 +15,12 @@ from . import (
     context,
     gluon,
     initializer,
+    lr_scheduler,
     metric,
     name,
     ndarray,
     ops,
+    optimizer,
     random,
     symbol,
 )
@@ -32,6 +34,7 @@ init = initializer
 
 __version__ = "0.1.0"
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
-           "gluon", "initializer", "init", "autograd", "metric",
+           "gluon", "initializer", "init", "autograd", "metric", "optimizer",
+           "lr_scheduler",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]

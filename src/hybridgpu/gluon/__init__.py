@@ -15,6 +15,8 @@ from .block import Block
 from .hybrid_block import HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .symbol_block import SymbolBlock
+from .trainer import Trainer
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
-           "DeferredInitializationError", "parameter", "nn", "contrib", "model_zoo"]
+           "DeferredInitializationError", "Trainer", "parameter", "nn", "contrib", "model_zoo",
+           "loss", "trainer"]

@@ -159,6 +159,18 @@ class NDArray:
         """The gradient buffer of a tracked array (None when not tracked)."""
         return None if self._ag is None else self._ag.grad
 
+    @property
+    def _fresh_grad(self):
+        """Whether a backward wrote this variable's gradient since the Trainer last used it
+        (MXNet's name; user code sets it when writing gradients by hand)."""
+        return bool(self._ag is not None and self._ag.fresh)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        if self._ag is None:
+            raise MXNetError("_fresh_grad: this array is not tracked; call attach_grad() first")
+        self._ag.fresh = bool(value)
+
     def detach(self):
         """The same data, not tracked: gradients stop here."""
         return NDArray(self._data, self._ctx)
@@ -180,12 +192,17 @@ class NDArray:
 
     def copy(self):
         """A deep copy on the same context."""
+        if _tracked(self):
+            return invoke(ops.get("_copy"), [self], _NOATTR)
         return NDArray(to_device_array(self._data, self._ctx, self._ctx), self._ctx)
 
     def copyto(self, other):
         """Copy into NDArray ``other`` (same shape) or to a new array on Context ``other``."""
         if isinstance(other, Context):
-            return NDArray(to_device_array(self._data, self._ctx, other), Context(other))
+            out = NDArray(to_device_array(self._data, self._ctx, other), Context(other))
+            if _tracked(self):
+                imperative._recorder[0](_DEVICE_COPY, {}, [self], [out])
+            return out
         if isinstance(other, NDArray):
             if other is self:
                 return self
@@ -218,6 +235,9 @@ class NDArray:
         if kwargs:
             raise TypeError(f"reshape got unexpected keyword arguments {sorted(kwargs)}")
         new_shape = target_shape(self.shape, tuple(shape), reverse)
+        if _tracked(self):  # recorded as the Reshape op, so gradients flow through it
+            op = ops.get("Reshape")
+            return invoke(op, [self], op.parse_attrs({"shape": new_shape}))
         return NDArray(self._data.reshape(new_shape), self._ctx)
 
     def reshape_like(self, other):
@@ -307,7 +327,10 @@ class NDArray:
                              f"{self.shape}: {err}") from None
         if result.ndim == 0:
             result = result.reshape(1)
-        return NDArray(result, self._ctx)
+        out = NDArray(result, self._ctx)
+        if _tracked(self):
+            imperative._recorder[0](_INDEXING, {"key": self._index_key(key)}, [self], [out])
+        return out
 
     def __setitem__(self, key, value):
         _check_not_recorded(self, "x[...] = value")
@@ -320,6 +343,45 @@ class NDArray:
         except (IndexError, ValueError) as err:
             raise MXNetError(f"cannot assign to NDArray of shape {self.shape} at {key!r}: "
                              f"{err}") from None
+
+
+def _tracked(array):
+    """True when ``array`` is tracked by autograd and ops are being recorded."""
+    return array._ag is not None and imperative._recorder[0] is not None and modes.is_recording()
+
+
+class _Indexing:
+    """Tape entry of ``x[key]``: the gradient scatters into zeros of x's shape (indices that
+    repeat accumulate)."""
+
+    name = "__getitem__"
+
+    @staticmethod
+    def grad(F, ins, outs, gouts, key):
+        (x,), g = ins, gouts[0]
+        xp = x._ctx.xp
+        out = xp.zeros_like(x._data)
+        data = g._data.reshape(out[key].shape) if hasattr(out[key], "shape") else g._data
+        if xp is np:
+            np.add.at(out, key, data)
+        else:
+            import cupyx
+
+            cupyx.scatter_add(out, key, data)
+        return [NDArray(out, x._ctx)]
+
+
+class _DeviceCopy:
+    """Tape entry of ``x.copyto(ctx)``: the gradient goes back to x's context."""
+
+    name = "copyto"
+
+    @staticmethod
+    def grad(F, ins, outs, gouts):
+        return [gouts[0].as_in_context(ins[0]._ctx)]
+
+
+_INDEXING, _DEVICE_COPY = _Indexing(), _DeviceCopy()
 
 
 def _rebuild(array, ctx):

@@ -114,6 +114,9 @@ def _array_compute(np_name, logical):
         fn = functions.get(xp)
         if fn is None:
             fn = functions[xp] = getattr(xp, np_name)
+        if a.dtype is not b.dtype and a.dtype != b.dtype:  # MXNet refuses; so does sym
+            raise ValueError(f"inputs have different dtypes {a.dtype} and {b.dtype}; cast one "
+                             f"with astype() first")
         result = fn(a, b)
         if logical or result.dtype is not a.dtype:  # identity first: dtype == is slow
             return _same_dtype(result, a)

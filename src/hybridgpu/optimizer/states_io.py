@@ -1,0 +1,271 @@
+"""Optimizer states as bytes, without pickle: MXNet's NDArray file format plus JSON.
+
+``Updater.get_states`` (and ``gluon.Trainer.save_states``) write one file in the ``.params``
+format of ``nd.save``: every state array under the name ``state:<k>``, and a JSON document, as
+a uint8 array named ``__optimizer_states__.json``, that says which arrays make up the state of
+which index (states may be None, arrays, or tuples/lists of them) and, with
+``dump_optimizer=True``, the optimizer's own attributes (learning rate, ``num_update``, per-index
+update counts, hyperparameters) and its ``lr_scheduler``'s. JSON keeps the types Python needs
+with tags: ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": [[key, value], ...]}`` and
+``{"array": k}``. Reading validates the structure and refuses pickled MXNet files (nothing is
+ever unpickled).
+
+MXNet pickles ``(states, optimizer)`` instead; its files cannot be read here and this format is
+not MXNet's. ``nd.load`` (of either library) does read these files as a dict of arrays.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> arrays = []
+    >>> tree = pack_state((mx.nd.ones(2), None), arrays)
+    >>> tree, len(arrays)
+    ({'tuple': [{'array': 0}, None]}, 1)
+    >>> unpack_state(tree, arrays)[0].asnumpy().tolist()
+    [1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+
+from .. import lr_scheduler as lr_scheduler_module
+from ..base import MXNetError
+from ..ndarray import NDArray
+from ..ndarray.utils import load_frombuffer
+from ..serialization import ndarray_file
+
+__all__ = ["FORMAT", "META_NAME", "encode_value", "decode_value", "pack_state", "unpack_state",
+           "dumps_states", "loads_states", "restore_optimizer"]
+
+FORMAT = "hybridgpu.optimizer_states"
+VERSION = 1
+META_NAME = "__optimizer_states__.json"
+_SKIP_ATTRS = ("param_dict", "lr_scheduler", "_index_update_count")
+
+
+class _NotEncodableError(TypeError):
+    pass
+
+
+def encode_value(value):
+    """``value`` (None, bool, int, float, str, or tuples/lists/dicts of them) as tagged JSON."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"tuple": [encode_value(v) for v in value]}
+    if isinstance(value, list):
+        return {"list": [encode_value(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
+    raise _NotEncodableError(type(value).__name__)
+
+
+def _tag(obj, tags):
+    if not isinstance(obj, dict) or len(obj) != 1 or next(iter(obj)) not in tags:
+        raise MXNetError(f"optimizer states file: unexpected JSON value {str(obj)[:80]!r}")
+    return next(iter(obj.items()))
+
+
+def decode_value(obj):
+    """The inverse of ``encode_value``."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    tag, body = _tag(obj, ("tuple", "list", "dict"))
+    if tag == "dict":
+        return {_hashable(decode_value(k)): decode_value(v) for k, v in _pairs(body)}
+    items = [decode_value(v) for v in _items(body)]
+    return tuple(items) if tag == "tuple" else items
+
+
+def _items(body):
+    if not isinstance(body, list):
+        raise MXNetError("optimizer states file: a tagged container must hold a JSON list")
+    return body
+
+
+def _pairs(body):
+    pairs = _items(body)
+    if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise MXNetError("optimizer states file: a dict must hold [key, value] pairs")
+    return pairs
+
+
+def _hashable(key):
+    try:
+        hash(key)
+    except TypeError:
+        raise MXNetError(f"optimizer states file: invalid dict key {key!r}") from None
+    return key
+
+
+def pack_state(state, arrays):
+    """``state`` as tagged JSON, its NDArrays appended to ``arrays`` (``{"array": k}``)."""
+    if isinstance(state, NDArray):
+        arrays.append(state)
+        return {"array": len(arrays) - 1}
+    if isinstance(state, (tuple, list)):
+        return {type(state).__name__: [pack_state(s, arrays) for s in state]}
+    if isinstance(state, dict):
+        return {"dict": [[encode_value(k), pack_state(v, arrays)] for k, v in state.items()]}
+    return encode_value(state)
+
+
+def unpack_state(obj, arrays):
+    """The inverse of ``pack_state``: ``{"array": k}`` becomes ``arrays[k]``."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    tag, body = _tag(obj, ("array", "tuple", "list", "dict"))
+    if tag == "array":
+        if not isinstance(body, int) or isinstance(body, bool) or not 0 <= body < len(arrays):
+            raise MXNetError(f"optimizer states file: array reference {body!r} is not one of "
+                             f"the {len(arrays)} arrays in the file")
+        return arrays[body]
+    if tag == "dict":
+        return {_hashable(decode_value(k)): unpack_state(v, arrays) for k, v in _pairs(body)}
+    items = [unpack_state(v, arrays) for v in _items(body)]
+    return tuple(items) if tag == "tuple" else items
+
+
+# -- whole files -----------------------------------------------------------------------------
+def state_records(states, optimizer=None):
+    """(records, names) for ``ndarray_file.save``/``dumps``: the arrays of ``states`` (index ->
+    state) and the JSON document, with ``optimizer``'s attributes when given."""
+    arrays = []
+    meta = {"format": FORMAT, "version": VERSION,
+            "states": [[encode_value(idx), pack_state(s, arrays)] for idx, s in states.items()]}
+    if optimizer is not None:
+        meta["optimizer"] = _optimizer_config(optimizer)
+    blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    records = [_record(a) for a in arrays] + [ndarray_file.ArrayRecord.from_numpy(blob)]
+    names = [f"state:{k}" for k in range(len(arrays))] + [META_NAME]
+    return records, names
+
+
+def dumps_states(states, optimizer=None):
+    """The bytes of ``state_records``."""
+    return ndarray_file.dumps(*state_records(states, optimizer))
+
+
+def _record(array):
+    ctx = array.context
+    return ndarray_file.ArrayRecord(array.shape, np.dtype(array.dtype), array.asnumpy,
+                                    ctx.device_typeid, ctx.device_id)
+
+
+def loads_states(blob):
+    """(states dict, optimizer config or None) from bytes written by ``dumps_states``."""
+    blob = bytes(blob)
+    if blob[:1] == b"\x80":
+        raise MXNetError("this optimizer-states data looks like a Python pickle (as MXNet "
+                         "writes); hybridgpu never unpickles data, which could run arbitrary "
+                         "code. Save the states again with hybridgpu")
+    loaded = load_frombuffer(blob)
+    if not isinstance(loaded, dict) or META_NAME not in loaded:
+        raise MXNetError(f"not a hybridgpu optimizer-states file: no {META_NAME!r} entry")
+    try:
+        return _decode_file(loaded)
+    except RecursionError:
+        raise MXNetError("optimizer states file: the metadata is nested too deeply") from None
+
+
+def _decode_file(loaded):
+    try:
+        meta = json.loads(loaded[META_NAME].asnumpy().tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise MXNetError(f"optimizer states file: unreadable metadata ({err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise MXNetError("not a hybridgpu optimizer-states file (wrong format tag)")
+    if meta.get("version") != VERSION:
+        raise MXNetError(f"optimizer states file version {meta.get('version')!r} is not "
+                         f"supported (this hybridgpu reads version {VERSION})")
+    count = len(loaded) - 1
+    arrays = [loaded.get(f"state:{k}") for k in range(count)]
+    if any(a is None for a in arrays):
+        raise MXNetError("optimizer states file: state arrays are missing or misnamed")
+    states = {_hashable(decode_value(k)): unpack_state(v, arrays)
+              for k, v in _pairs(meta.get("states"))}
+    config = meta.get("optimizer")
+    if config is not None and not isinstance(config, dict):
+        raise MXNetError("optimizer states file: the optimizer entry must be a JSON object")
+    return states, config
+
+
+# -- the optimizer's own attributes ------------------------------------------------------------
+def _attrs_of(obj, skip=()):
+    attrs, skipped = {}, []
+    for name, value in vars(obj).items():
+        if name in skip:
+            continue
+        try:
+            attrs[name] = encode_value(value)
+        except _NotEncodableError:
+            skipped.append(name)
+    if skipped:
+        warnings.warn(f"{type(obj).__name__}: attributes {skipped} are not plain values and "
+                      "are not saved with the optimizer states", stacklevel=4)
+    return attrs
+
+
+def _optimizer_config(optimizer):
+    current = [dev for dev, counts in optimizer._all_index_update_counts.items()
+               if counts is optimizer._index_update_count]
+    scheduler = optimizer.lr_scheduler
+    return {"class": type(optimizer).__name__,
+            "attrs": _attrs_of(optimizer, _SKIP_ATTRS),
+            "current_device": encode_value(current[0] if current else None),
+            "lr_scheduler": None if scheduler is None else {
+                "class": type(scheduler).__name__, "attrs": _attrs_of(scheduler)}}
+
+
+def restore_optimizer(optimizer, config):
+    """Set the attributes saved in ``config`` on ``optimizer``, which must be of the class that
+    saved them (MXNet replaces the optimizer object; hybridgpu keeps it, and its
+    ``param_dict``)."""
+    if config.get("class") != type(optimizer).__name__:
+        raise MXNetError(f"the optimizer states were saved by optimizer "
+                         f"{config.get('class')!r}, but this one is {type(optimizer).__name__!r}"
+                         "; create the Trainer with the same optimizer to load them")
+    _set_attrs(optimizer, config.get("attrs"))
+    device = decode_value(config.get("current_device"))
+    optimizer._index_update_count = optimizer._all_index_update_counts.setdefault(
+        device if device is not None else 0, {})
+    optimizer.lr_scheduler = _restored_scheduler(optimizer.lr_scheduler,
+                                                 config.get("lr_scheduler"))
+
+
+def _set_attrs(obj, attrs):
+    """Set saved plain-data attributes; names of methods or properties are refused."""
+    for name, value in _dict_body(attrs):
+        if not name.isidentifier() or name.startswith("__") or hasattr(type(obj), name):
+            raise MXNetError(f"optimizer states file: {name!r} cannot be restored as an "
+                             f"attribute of {type(obj).__name__}")
+        setattr(obj, name, decode_value(value))
+
+
+def _dict_body(attrs):
+    if not isinstance(attrs, dict):
+        raise MXNetError("optimizer states file: optimizer attributes must be a JSON object")
+    return [[k, v] for k, v in attrs.items()]
+
+
+def _restored_scheduler(current, config):
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise MXNetError("optimizer states file: the lr_scheduler entry must be a JSON object")
+    name = config.get("class")
+    if current is not None and type(current).__name__ == name:
+        scheduler = current
+    elif name in lr_scheduler_module.__all__:
+        klass = getattr(lr_scheduler_module, name)
+        scheduler = klass.__new__(klass)
+    else:
+        warnings.warn(f"lr_scheduler {name!r} saved with the optimizer states is unknown here; "
+                      "keeping the optimizer's current scheduler", stacklevel=3)
+        return current
+    _set_attrs(scheduler, config.get("attrs"))
+    return scheduler
