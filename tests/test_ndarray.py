@@ -238,9 +238,18 @@ def test_waitall_and_wait_to_read_are_callable_on_cpu():
     nd.waitall()
 
 
-def test_inputs_on_different_contexts_are_named():
-    a, b = nd.array([1.0]), nd.array([1.0], ctx=mx.cpu(1))
-    with pytest.raises(MXNetError, match=r"different contexts.*cpu\(0\).*cpu\(1\)"):
+def test_cpu_contexts_mix_like_mxnet():
+    """MXNet runs ops on cpu(0), cpu(1), cpu_pinned and cpu_shared inputs together; the
+    result is on the first input's context."""
+    a = nd.array([1.0], ctx=mx.cpu(1))
+    assert (a + nd.array([1.0], ctx=mx.cpu_pinned(0))).context == mx.cpu(1)
+    assert (nd.array([1.0]) + a).context == mx.cpu(0)
+
+
+@pytest.mark.gpu
+def test_inputs_on_cpu_and_gpu_are_named(gpu_available):
+    a, b = nd.array([1.0]), nd.array([1.0], ctx=gpu_available)
+    with pytest.raises(MXNetError, match=r"different contexts.*cpu\(0\).*gpu\(0\)"):
         a + b
 
 

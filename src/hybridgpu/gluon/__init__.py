@@ -1,4 +1,5 @@
-"""``mx.gluon``: Blocks, Parameters, layers (``nn``), and hybridization.
+"""``mx.gluon``: Blocks, Parameters, layers (``nn``), hybridization, losses, the Trainer,
+data loading, and the model zoo.
 
 Example:
     >>> import hybridgpu as mx
@@ -7,10 +8,7 @@ Example:
     'w'
 """
 
-from . import (
-           nn,  # noqa: E402, I001  (layers build on the classes above)
-           parameter,
-)
+from . import contrib, data, loss, model_zoo, nn, parameter, trainer, utils
 from .block import Block
 from .hybrid_block import HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
@@ -19,4 +17,4 @@ from .trainer import Trainer
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
            "DeferredInitializationError", "Trainer", "parameter", "nn", "contrib", "model_zoo",
-           "loss", "trainer"]
+           "loss", "trainer", "data", "utils"]

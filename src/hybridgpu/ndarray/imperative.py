@@ -34,9 +34,12 @@ def set_recorder(fn):
 
 
 def _common_context(op, inputs):
+    """The inputs' context; cpu, cpu_pinned and cpu_shared count as one host (as in MXNet),
+    the result going to the first input's."""
     ctx = inputs[0]._ctx
     for i in range(1, len(inputs)):
-        if inputs[i]._ctx is not ctx and inputs[i]._ctx != ctx:
+        other = inputs[i]._ctx
+        if other is not ctx and other != ctx and (ctx.is_gpu or other.is_gpu):
             raise MXNetError(
                 f"{op.name}: inputs are on different contexts: input 0 is on {ctx}, input {i} "
                 f"is on {inputs[i]._ctx}; move them with x.as_in_context(ctx) first")
