@@ -5,8 +5,8 @@ replay the traced graph.
 The cache key is (argument structure, shapes, dtypes, context, train mode), so a new shape
 retraces instead of failing, and ``if autograd.is_training():`` inside ``hybrid_forward`` is
 never frozen into the wrong mode. Inputs are traced as variables of known shape, so
-``x.shape`` works inside ``hybrid_forward``. Traced graphs run through the reference
-interpreter until the compiler issue lands.
+``x.shape`` works inside ``hybrid_forward``. Each traced graph is compiled once by
+``compiler.compile_graph`` (passes, then generated NumPy code on cpu).
 
 Example:
     >>> import hybridgpu as mx

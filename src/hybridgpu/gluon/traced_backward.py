@@ -19,6 +19,7 @@ from __future__ import annotations
 from .. import modes, random_state
 from ..autograd.tape import AGInfo, TapeNode
 from ..compiler import compile_graph
+from ..graph import infer_shapes, infer_types
 from ..ndarray import NDArray
 from ..symbol.gradient import build_gradient, plan_backward
 
@@ -37,8 +38,29 @@ class _Plan:
         plan = plan_backward(build_gradient(trace.symbol, wrt, shapes=shapes, dtypes=dtypes))
         self.plan = plan
         self.wrt = wrt
+        _annotate(plan, shapes, dtypes)  # so the compiler can fuse and plan both graphs
         self.forward = compile_graph(plan.forward, ctx, is_train)
         self.backward = compile_graph(plan.backward, ctx, is_train)
+
+
+def _annotate(plan, shapes, dtypes):
+    """Infer shapes and dtypes of the forward-with-saves graph from the trace's variables,
+    then of the backward graph from those (saved values and head gradients take the shapes
+    of the forward values they stand for)."""
+    known = {k: v for k, v in shapes.items() if v is not None}
+    types = {k: v for k, v in dtypes.items() if v is not None}
+    infer_types(plan.forward, types)
+    infer_shapes(plan.forward, known)
+    outs = plan.forward.outputs
+    values = [plan.forward.key(e) for e in outs]
+    names = plan.head_names[:plan.num_outputs] + plan.saved_names
+    for name, key in zip(names, values):
+        if plan.forward.shapes.get(key) is not None:
+            known[name] = plan.forward.shapes[key]
+        if plan.forward.dtypes.get(key) is not None:
+            types[name] = plan.forward.dtypes[key]
+    infer_types(plan.backward, types)
+    infer_shapes(plan.backward, known)
 
 
 class _TracedGradient:
