@@ -31,4 +31,4 @@ def bench(session):
 @nox.session
 def lint(session):
     session.install("ruff")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "benchmarks", "examples", "noxfile.py")

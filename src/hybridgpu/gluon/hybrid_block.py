@@ -241,6 +241,9 @@ class HybridBlock(Block):
         given.update({n: a.shape for n, a in zip(names, flat)})
         try:
             infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
+        except InferenceError as err:
+            raise self._dtype_error(err, flat) from None
+        try:
             infer_shapes(graph, given)
         except InferenceError as err:
             raise self._layer_error(graph, err) from None
@@ -270,6 +273,15 @@ class HybridBlock(Block):
         hint = layer._shape_hint() + ". " if hasattr(layer, "_shape_hint") else ""
         return InferenceError(f"{type(layer).__name__} {layer.name!r} cannot take an input of "
                               f"shape {shape}: {hint}({err})", err.node_name)
+
+    def _dtype_error(self, err, flat):
+        """A dtype conflict while tracing, said as one (not as a shape problem)."""
+        dtypes = sorted({a._data.dtype.name for a in flat})
+        return InferenceError(
+            f"{type(self).__name__} {self.name!r} cannot take inputs of dtype "
+            f"{', '.join(dtypes)}: they disagree with its parameters' dtypes; cast the input "
+            f"(x.astype('float32')) or the block (net.cast('{dtypes[0]}')) ({err})",
+            err.node_name)
 
     def _bind_parameters(self, graph):
         """``[(variable name, Parameter)]`` of the graph; completes deferred parameters."""

@@ -54,6 +54,10 @@ def _fc_in_units(shape, flatten):
 
 def _fc_check(x, w, b, num_hidden, flatten):
     _check_float("FullyConnected", x, w)
+    dtypes = [a.dtype for a in (x, w, b) if a is not None]
+    if any(d != dtypes[0] for d in dtypes):
+        raise MXNetError(f"FullyConnected: inputs have different dtypes "
+                         f"{[str(d) for d in dtypes]}; cast them to one dtype first")
     if x.ndim == 0:
         raise MXNetError("FullyConnected: data must have at least 1 dim, got a scalar")
     want = (num_hidden, _fc_in_units(x.shape, flatten))

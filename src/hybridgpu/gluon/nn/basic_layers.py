@@ -65,6 +65,10 @@ def _run_op(block, op, data, *args, shown=None, **kwargs):
     try:
         return op(data, *args, **kwargs)
     except MXNetError as err:
+        if "dtype" in str(err):  # not a shape problem: say what it is
+            raise MXNetError(f"{type(block).__name__} {block.name!r} cannot take an input of "
+                             f"dtype {getattr(data, 'dtype', '?').__name__}: its parameters "
+                             f"have another dtype; cast the input or the block ({err})") from err
         raise MXNetError(f"{type(block).__name__} {block.name!r} cannot take an input of shape "
                          f"{_shape_of(data if shown is None else shown)}: "
                          f"{block._shape_hint()}. ({err})") from err
