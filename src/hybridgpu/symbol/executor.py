@@ -2,7 +2,7 @@
 ``Executor`` (MXNet 1.x's executor API) on the reference interpreter.
 
 An Executor owns the argument, gradient and auxiliary arrays of one symbol on one context.
-``forward(is_train, **kwargs)`` evaluates the graph with ``hybridgpu.graph.evaluate`` on the
+``forward(is_train, **kwargs)`` runs the graph compiled by ``compiler.compile_graph`` on the
 context's array module and writes the results into the persistent ``outputs`` arrays (as
 MXNet does: an output NDArray held by the caller shows the next forward's values).
 ``backward(out_grads)`` evaluates the backward graph of ``symbol/gradient.py``: an ordinary
@@ -40,8 +40,9 @@ import numpy as np
 
 from .. import random_state
 from ..base import MXNetError
+from ..compiler import compile_graph
 from ..context import Context, current_context
-from ..graph import evaluate, infer_shapes, infer_types
+from ..graph import infer_shapes, infer_types
 from ..ndarray.ndarray import NDArray
 from .gradient import build_gradient, plan_backward
 
@@ -287,11 +288,14 @@ class Executor:
 
     # -- running ------------------------------------------------------------------------
     def _run(self, graph, values, is_train):
-        rng = random_state.generator(self._ctx)
-        if self._ctx.is_gpu:
-            with self._ctx.scope():
-                return evaluate(graph, values, self._ctx.xp, is_train=is_train, rng=rng)
-        return evaluate(graph, values, self._ctx.xp, is_train=is_train, rng=rng)
+        """Run ``graph`` through the compiler (the same pipeline as hybridized blocks), one
+        compiled Executable per (graph, train mode)."""
+        compiled = self.__dict__.setdefault("_compiled", {})
+        key = (id(graph), bool(is_train))
+        entry = compiled.get(key)
+        if entry is None or entry[0] is not graph:
+            entry = compiled[key] = (graph, compile_graph(graph, self._ctx, bool(is_train)))
+        return entry[1](values, rng=random_state.generator(self._ctx))
 
     def _values(self):
         """Inputs of the interpreter: the bound arrays' own data (aux updated in place)."""
