@@ -292,19 +292,24 @@ def _model_graph(net, x):
     return graph, values
 
 
-def _check_model(net, x, is_train, rtol=0.0):
+def _check_model(net, x, is_train):
+    """The generated program equals the interpreter on the traced graph, and on the graph
+    the pipeline's passes optimized (fused groups, decomposed BatchNorm)."""
+    from hybridgpu.compiler import compile_graph
+
     graph, values = _model_graph(net, x)
     exe = _compile(graph, is_train)
-    mine, reference = _copies(values), _copies(values)
-    want = evaluate(graph, reference, np, is_train=is_train, rng=np.random.RandomState(3))
-    got = exe(mine, rng=np.random.RandomState(3))
-    if rtol:
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol)
-    else:
-        _assert_same(got, want, "model")
-    for name in values:  # moving statistics updated in place, as the interpreter does
-        np.testing.assert_array_equal(mine[name], reference[name], err_msg=name)
+    optimized = compile_graph(graph, mx.cpu(), is_train)
+    interpreted = compile_graph(graph, mx.cpu(), is_train, {"executor": "interpreter"})
+    assert isinstance(optimized, CpuExecutable)
+    runs = [(exe, lambda v: evaluate(graph, v, np, is_train=is_train,
+                                     rng=np.random.RandomState(3))),
+            (optimized, lambda v: interpreted(v, rng=np.random.RandomState(3)))]
+    for program, reference in runs:
+        mine, theirs = _copies(values), _copies(values)
+        _assert_same(program(mine, rng=np.random.RandomState(3)), reference(theirs), "model")
+        for name in values:  # moving statistics updated in place, as the interpreter does
+            np.testing.assert_array_equal(mine[name], theirs[name], err_msg=name)
     return exe, values, mine
 
 

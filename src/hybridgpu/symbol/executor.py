@@ -1,5 +1,5 @@
 """Values of graphs: ``Symbol.eval``, ``Symbol.bind``, ``Symbol.simple_bind`` and the
-``Executor`` (MXNet 1.x's executor API) on the reference interpreter.
+``Executor`` (MXNet 1.x's executor API), compiled like hybridized graphs.
 
 An Executor owns the argument, gradient and auxiliary arrays of one symbol on one context.
 ``forward(is_train, **kwargs)`` runs the graph compiled by ``compiler.compile_graph`` on the

@@ -8,7 +8,9 @@ back to the op's own ``OpDef.compute(np, ...)``, which returns fresh arrays.
 
 Every rule redoes its op's math with the same NumPy calls in the same order as the op's
 ``compute``, so results agree bit for bit; ``tests/test_cpu_executor.py`` checks each rule
-against ``compute`` over several attribute combinations and dtypes.
+against ``compute`` over several attribute combinations and dtypes. A fused elementwise node
+(``_fused``, from ``compiler/passes/fuse_elementwise.py``) runs its members' rules in order
+into its output buffers, in place where each member allows it.
 
 Rule kinds:
 

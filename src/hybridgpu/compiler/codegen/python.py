@@ -247,9 +247,12 @@ class _Module:
 
 
 def generate(graph, plan=None, is_train=False):
-    """The Program of ``graph`` (shapes and dtypes inferred where known). ``plan`` (a memory
-    plan from the passes) is accepted for the pipeline's hook; buffers are planned here, from
-    this generator's own liveness and in-place rules."""
+    """The Program of ``graph`` (shapes and dtypes inferred where known).
+
+    ``plan`` (the pipeline's ``MemoryPlan``) is accepted and not used: buffers are planned
+    here, because only the generator knows that a compute may return a view of its input
+    (whose buffer must then outlive the view) and which inputs a lowering still reads after
+    it first writes its output (``softsign``: no in place)."""
     return _Generator(graph, is_train).run()
 
 
