@@ -125,8 +125,9 @@ class Context:
         if self.is_gpu:
             self.xp.get_default_memory_pool().free_all_blocks()
 
-    def __hash__(self):
-        return hash((self.device_typeid, self.device_id))
+    # Contexts are interned (one object per device), so identity hashing agrees with __eq__
+    # and keeps dict lookups keyed by a Context (parameters, traces) at C speed.
+    __hash__ = object.__hash__
 
     def __eq__(self, other):
         return (isinstance(other, Context) and self.device_typeid == other.device_typeid

@@ -18,7 +18,16 @@ import threading
 __all__ = ["is_recording", "is_training", "set_recording", "set_training", "training",
            "recording"]
 
-_state = threading.local()
+
+class _State(threading.local):
+    """Per-thread flags; the class attributes are the defaults (a missing attribute would
+    make every ``getattr(_state, name, False)`` take the slow exception path)."""
+
+    recording = False
+    training = False
+
+
+_state = _State()
 
 
 def is_recording():

@@ -71,6 +71,15 @@ def _named_error(err, block):
     return MXNetError(f"in {type(block).__name__} {block.name!r}: {message}")
 
 
+def _signature_key(in_format, flat, ctx):
+    """The trace cache key: argument structure, shapes and dtypes, context, train mode."""
+    return (in_format, tuple((a._data.shape, a._data.dtype.str) for a in flat), ctx,
+            modes.is_training())
+
+
+_ONE_INPUT = repr([0])  # the argument structure of the common call net(x)
+
+
 def _is_leaf(value):
     return isinstance(value, (NDArray, Symbol))
 
@@ -96,6 +105,11 @@ class HybridBlock(Block):
         super().__setattr__(name, value)
         if isinstance(value, HybridBlock):
             self._clear_cache()
+
+    def cast(self, dtype):
+        """Convert parameters to ``dtype``; traces made for the old dtype are dropped."""
+        super().cast(dtype)
+        self._clear_cache()
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -137,6 +151,10 @@ class HybridBlock(Block):
         """Run ``hybrid_forward`` on NDArrays (imperative or traced) or build Symbols."""
         if isinstance(x, Symbol):
             return self._symbol_forward(x, *args)
+        if not args and self._active and type(x) is NDArray:
+            out = self._replay_one(x)
+            if out is not None:
+                return out
         if not isinstance(x, NDArray):
             raise TypeError(f"HybridBlock requires the first argument to forward be either "
                             f"Symbol or NDArray, but got {type(x)}")
@@ -191,11 +209,28 @@ class HybridBlock(Block):
                                     f"hybrid_forward, while tracing): {message}")
 
     # -- tracing and replay -------------------------------------------------------------
+    def _replay_one(self, x):
+        """The common call, one NDArray replayed through its compiled trace without
+        flatten/regroup; None when it needs ``_call_traced`` (no compiled trace for this
+        signature yet, or autograd is recording)."""
+        data, ctx = x._data, x._ctx
+        trace = self._traces.get(_signature_key(_ONE_INPUT, (x,), ctx))
+        if trace is None or trace.executable is None or modes.is_recording():
+            return None
+        values = {trace.input_names[0]: data}
+        for name, param in trace.params:
+            arrays = param._data
+            array = arrays.get(ctx) if arrays else None
+            values[name] = (array if array is not None else param.data(ctx))._data
+        outs = trace.executable(values, rng=random_state.generator(ctx))
+        if trace.out_format == 0:
+            return NDArray(outs[0], ctx)
+        return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
+
     def _call_traced(self, *args):
         flat, in_format = flatten(list(args), "input", _is_leaf)
         ctx = args[0].context
-        key = (repr(in_format), tuple((a.shape, a._data.dtype.str) for a in flat), ctx,
-               modes.is_training())
+        key = _signature_key(repr(in_format), flat, ctx)
         trace = self._traces.get(key)
         if trace is None:
             with self._trace_lock:
