@@ -14,34 +14,18 @@ Example:
 
 from __future__ import annotations
 
-import inspect
-
 from ..base import MXNetError
 from ..context import Context
-from ..ops.calling import bind_arguments
+from ..ops.calling import bind_arguments, functions_of, namespace_of, signature
 from .imperative import invoke
 
-__all__ = ["make_function", "namespace_of", "populate"]
+__all__ = ["make_function", "namespace_of", "populate"]  # namespace_of: from ops.calling
 
-_P = inspect.Parameter
 
 
 def _signature(op):
-    """Inputs (default None), then attributes (required ones show ``REQUIRED``), then
-    ``out``/``ctx``/``name`` keywords, like MXNet's generated signatures."""
-    attr_kind = _P.KEYWORD_ONLY if op.variadic else _P.POSITIONAL_OR_KEYWORD
-    if op.variadic:
-        params = [_P("data", _P.VAR_POSITIONAL)]
-    else:
-        params = [_P(n, _P.POSITIONAL_OR_KEYWORD, default=None) for n in op.inputs]
-    params += [_P(key, attr_kind, default=spec.default)
-               for key, spec in op.attrs.items() if key != "num_args"]
-    params.append(_P("out", _P.KEYWORD_ONLY, default=None))
-    if not op.inputs and not op.variadic:
-        params.append(_P("ctx", _P.KEYWORD_ONLY, default=None))
-    params.append(_P("name", _P.KEYWORD_ONLY, default=None))
-    return inspect.Signature(params)
-
+    keywords = ["out", "ctx", "name"] if not op.inputs and not op.variadic else ["out", "name"]
+    return signature(op, keywords)
 
 def select_inputs(op, inputs, attrs, is_input, kind):
     """The ordered input list for ``attrs``; MXNetError naming a missing or unused input."""
@@ -99,32 +83,9 @@ def _parse_context(text):
     return Context(text)
 
 
-def namespace_of(name):
-    """``(submodule, public name)`` for an op name: ``_linalg_gemm2`` -> ``('linalg', 'gemm2')``,
-    ``_random_uniform`` -> ``('random', 'uniform')``, ``relu`` -> ``('', 'relu')``."""
-    for prefix, module in (("_linalg_", "linalg"), ("_random_", "random"),
-                           ("_contrib_", "contrib")):
-        if name.startswith(prefix):
-            return module, name[len(prefix):]
-    return "", name
-
-
 def populate(namespace, submodule=""):
-    """Put a function for every op name that belongs to ``submodule`` into ``namespace``.
-
-    Top level (``''``) gets every name outside the submodules, ``_plus_scalar`` too (gradient
-    code calls ``F._plus_scalar`` with ``F`` = nd or sym); ``'_internal'`` gets every name
-    starting with ``_``; ``'linalg'``, ``'random'``, ``'contrib'`` get their prefixed ops without
-    the prefix (``_linalg_gemm2`` -> ``linalg.gemm2``).
-    """
-    from .. import ops
-
-    for op in ops.all_ops():
-        for name in (op.name, *op.aliases):
-            module, public = namespace_of(name)
-            if submodule == "_internal":
-                if name.startswith("_"):
-                    namespace[name] = make_function(op, name)
-            elif module == submodule:
-                namespace[public] = make_function(op, public)
+    """Put an ``nd`` function for every op name of ``submodule`` into ``namespace`` (see
+    ``ops.calling.functions_of`` for which names go where)."""
+    for op, name in functions_of(submodule):
+        namespace[name] = make_function(op, name)
     return namespace

@@ -13,37 +13,21 @@ Example:
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
-from .. import attribute, ops
+from .. import attribute
 from ..base import MXNetError
 from ..graph import Entry, Node
-from ..ops.calling import bind_arguments
+from ..ops.calling import bind_arguments, functions_of, signature
 from .symbol import Symbol, apply_op, string_attrs
 
 __all__ = ["make_function", "populate", "var", "Variable", "Group"]
 
-_P = inspect.Parameter
 
 # MXNet writes a variable's dtype and storage type as numeric flags.
 _TYPE_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
               "int64": 6, "bool": 7}
 _STYPE_FLAG = {"default": 0, "row_sparse": 1, "csr": 2}
-
-
-def _signature(op):
-    if op.variadic:
-        params = [_P("data", _P.VAR_POSITIONAL)]
-        kind = _P.KEYWORD_ONLY
-    else:
-        params = [_P(n, _P.POSITIONAL_OR_KEYWORD, default=None) for n in op.inputs]
-        kind = _P.POSITIONAL_OR_KEYWORD
-    params += [_P(k, kind, default=s.default) for k, s in op.attrs.items() if k != "num_args"]
-    params += [_P("name", _P.KEYWORD_ONLY, default=None),
-               _P("attr", _P.KEYWORD_ONLY, default=None)]
-    return inspect.Signature(params)
 
 
 def make_function(op, called_name):
@@ -70,26 +54,18 @@ def make_function(op, called_name):
 
     function.__name__ = function.__qualname__ = called_name
     function.__doc__ = op.docstring()
-    function.__signature__ = _signature(op)
+    function.__signature__ = signature(op, ["name", "attr"])
     function.__module__ = "hybridgpu.symbol"
     function.opdef = op
     return function
 
 
 def populate(namespace, submodule=""):
-    """Put a function for every op name of ``submodule`` into ``namespace`` (as nd does)."""
-    from ..ndarray.register import namespace_of
-
-    for op in ops.all_ops():
-        for name in (op.name, *op.aliases):
-            module, public = namespace_of(name)
-            if submodule == "_internal":
-                if name.startswith("_"):
-                    namespace[name] = make_function(op, name)
-            elif module == submodule:
-                namespace[public] = make_function(op, public if module else name)
+    """Put a ``sym`` function for every op name of ``submodule`` into ``namespace`` (see
+    ``ops.calling.functions_of``)."""
+    for op, name in functions_of(submodule):
+        namespace[name] = make_function(op, name)
     return namespace
-
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
         stype=None, **kwargs):
