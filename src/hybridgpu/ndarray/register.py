@@ -6,6 +6,7 @@ in MXNet (``nd.clip(x, 0, 1)``, ``nd.FullyConnected(x, w, b, 10)``); ``out=`` wr
 into an existing array; ops without inputs take ``ctx=``.
 
 Example:
+    >>> import inspect
     >>> from hybridgpu import ops
     >>> clip = make_function(ops.get("clip"), "clip")
     >>> clip.__name__, str(inspect.signature(clip))
