@@ -30,6 +30,7 @@ import math
 from ..base import MXNetError
 from .attrs import Bool, Enum, Int, Shape
 from .opdef import OpDef, register
+from .rules import check_float
 
 __all__ = []
 
@@ -136,10 +137,6 @@ def _offsets(kernel):
     return itertools.product(*(range(k) for k in kernel))
 
 
-def _check_float(op, *arrays):
-    for a in arrays:
-        if a.dtype.kind != "f":
-            raise MXNetError(f"{op}: only floating point data is supported, got {a.dtype}")
 
 
 # -- im2col / col2im (NumPy and CuPy alike) ---------------------------------------------------
@@ -192,7 +189,7 @@ def _add_bias(y, bias):
 
 def _check_conv_arrays(x, w, b, attrs):
     kernel, stride, dilate, pad = _geometry("Convolution", attrs)
-    _check_float("Convolution", x, w)
+    check_float("Convolution", x, w)
     if x.ndim != len(kernel) + 2:
         raise MXNetError(f"Convolution: data must have {len(kernel) + 2} dims (N, C, "
                          f"*spatial) for a {len(kernel)}-D kernel {kernel}, got shape {x.shape}")
@@ -342,7 +339,7 @@ def _deconv_weight_shape(attrs, channels, kernel):
 
 def _check_deconv_arrays(x, w, b, attrs):
     kernel = _geometry("Deconvolution", attrs)[0]
-    _check_float("Deconvolution", x, w)
+    check_float("Deconvolution", x, w)
     if x.ndim != len(kernel) + 2:
         raise MXNetError(f"Deconvolution: data must have {len(kernel) + 2} dims (N, C, "
                          f"*spatial) for a {len(kernel)}-D kernel {kernel}, got shape {x.shape}")

@@ -43,6 +43,7 @@ import numpy as np
 from ..base import MXNetError
 from .attrs import Bool, Float, Int
 from .opdef import OpDef, register
+from .rules import check_float
 
 __all__ = []
 
@@ -51,10 +52,6 @@ _FLOATS = ("float32", "float64")
 
 # -- shared checks and helpers ----------------------------------------------------------------
 
-def _check_float(op, *arrays):
-    for a in arrays:
-        if a.dtype.name not in _FLOATS:
-            raise MXNetError(f"{op}: supports float32 and float64 only, got {a.dtype.name}")
 
 
 def _float_type(op, num_outputs=1):
@@ -151,7 +148,7 @@ def _register(name, compute, infer_shape, grad, doc, example, attrs=None, inputs
 # -- potrf, potri ---------------------------------------------------------------------------
 
 def _potrf_compute(xp, a, lower=True):
-    _check_float("_linalg_potrf", a)
+    check_float("_linalg_potrf", a, dtypes=_FLOATS)
     _square("_linalg_potrf", a.shape)
     low = a if lower else _mt(xp, a)
     sym = _keep_tri(xp, low, True) + _mt(xp, _keep_tri(xp, low, True, -1))
@@ -191,7 +188,7 @@ _register(
 
 
 def _potri_compute(xp, a, lower=True):
-    _check_float("_linalg_potri", a)
+    check_float("_linalg_potri", a, dtypes=_FLOATS)
     _square("_linalg_potri", a.shape)
     low = _keep_tri(xp, a if lower else _mt(xp, a), True)
     inv = _linalg_call("_linalg_potri", xp.linalg.inv, low,
@@ -255,7 +252,7 @@ def _tri_operand(xp, a, transpose, lower):
 
 
 def _trsm_compute(xp, a, b, transpose=False, rightside=False, lower=True, alpha=1.0):
-    _check_float("_linalg_trsm", a, b)
+    check_float("_linalg_trsm", a, b, dtypes=_FLOATS)
     _tri_shape("_linalg_trsm", {"rightside": rightside}, a.shape, b.shape)
     op_a = _tri_operand(xp, a, transpose, lower)
     what = "the triangular matrix A is singular (a zero on its diagonal)"
@@ -289,7 +286,7 @@ _register(
 
 
 def _trmm_compute(xp, a, b, transpose=False, rightside=False, lower=True, alpha=1.0):
-    _check_float("_linalg_trmm", a, b)
+    check_float("_linalg_trmm", a, b, dtypes=_FLOATS)
     _tri_shape("_linalg_trmm", {"rightside": rightside}, a.shape, b.shape)
     op_a = _tri_operand(xp, a, transpose, lower)
     return _scaled(xp.matmul(b, op_a) if rightside else xp.matmul(op_a, b), alpha)
@@ -325,7 +322,7 @@ def _syrk_out(attrs, a):
 
 
 def _syrk_compute(xp, a, transpose=False, alpha=1.0):
-    _check_float("_linalg_syrk", a)
+    check_float("_linalg_syrk", a, dtypes=_FLOATS)
     _syrk_out({"transpose": transpose}, a.shape)
     out = xp.matmul(_mt(xp, a), a) if transpose else xp.matmul(a, _mt(xp, a))
     return _scaled(out, alpha)
@@ -359,7 +356,7 @@ def _reduce_out(op):
 
 
 def _sumlogdiag_compute(xp, a):
-    _check_float("_linalg_sumlogdiag", a)
+    check_float("_linalg_sumlogdiag", a, dtypes=_FLOATS)
     _square("_linalg_sumlogdiag", a.shape)
     return xp.log(xp.diagonal(a, 0, -2, -1)).sum(axis=-1).reshape(_batch_out(a.shape))
 
@@ -381,7 +378,7 @@ _register(
 # -- inverse, det, slogdet --------------------------------------------------------------------
 
 def _inverse_compute(xp, a):
-    _check_float("_linalg_inverse", a)
+    check_float("_linalg_inverse", a, dtypes=_FLOATS)
     _square("_linalg_inverse", a.shape)
     return _linalg_call("_linalg_inverse", xp.linalg.inv, a)
 
@@ -399,7 +396,7 @@ _register(
 
 
 def _det_compute(xp, a):
-    _check_float("_linalg_det", a)
+    check_float("_linalg_det", a, dtypes=_FLOATS)
     _square("_linalg_det", a.shape)
     return xp.linalg.det(a).reshape(_batch_out(a.shape))
 
@@ -421,7 +418,7 @@ _register(
 
 
 def _slogdet_compute(xp, a):
-    _check_float("_linalg_slogdet", a)
+    check_float("_linalg_slogdet", a, dtypes=_FLOATS)
     _square("_linalg_slogdet", a.shape)
     sign, logabs = xp.linalg.slogdet(a)
     out = _batch_out(a.shape)

@@ -31,15 +31,11 @@ import math
 from ..base import MXNetError
 from .attrs import Bool, Enum, Float, Int
 from .opdef import OpDef, get, register
-from .rules import same_shape
+from .rules import check_float, same_shape
 
 __all__ = []
 
 
-def _check_float(op, *arrays):
-    for a in arrays:
-        if a.dtype.kind != "f":
-            raise MXNetError(f"{op}: only floating point data is supported, got {a.dtype}")
 
 
 # -- FullyConnected ---------------------------------------------------------------------------
@@ -53,7 +49,7 @@ def _fc_in_units(shape, flatten):
 
 
 def _fc_check(x, w, b, num_hidden, flatten):
-    _check_float("FullyConnected", x, w)
+    check_float("FullyConnected", x, w)
     dtypes = [a.dtype for a in (x, w, b) if a is not None]
     if any(d != dtypes[0] for d in dtypes):
         raise MXNetError(f"FullyConnected: inputs have different dtypes "
@@ -159,7 +155,7 @@ _ACTIVATION_CUDA = {
 
 
 def _activation_compute(xp, x, act_type):
-    _check_float("Activation", x)
+    check_float("Activation", x)
     return _ACTIVATIONS[act_type](xp, x)
 
 
@@ -227,7 +223,7 @@ def _rrelu_training():
 
 def _leaky_compute(xp, x, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125,
                    upper_bound=0.334, is_train=False):
-    _check_float("LeakyReLU", x)
+    check_float("LeakyReLU", x)
     t = x.dtype.type
     if act_type == "rrelu":  # outside training: the mean slope, as MXNet
         if is_train:

@@ -40,17 +40,13 @@ import math
 from ..base import MXNetError
 from .attrs import Enum, Float, Int
 from .opdef import OpDef, get, register
-from .rules import same_shape
+from .rules import check_float, same_shape
 
 __all__ = []
 
 _FLOATS = ("float32", "float64")
 
 
-def _check_float(op, *arrays):
-    for a in arrays:
-        if a.dtype.name not in _FLOATS:
-            raise MXNetError(f"{op}: supports float32 and float64 only, got {a.dtype.name}")
 
 
 def _float_type(num_outputs=1):
@@ -81,7 +77,7 @@ _LRN_ATTRS = {
 
 
 def _check_lrn(op, x, nsize):
-    _check_float(op, x)
+    check_float(op, x, dtypes=_FLOATS)
     if x.ndim < 2:
         raise MXNetError(f"{op}: data must have at least 2 dims (N, C, ...), got shape "
                          f"{x.shape}")
@@ -227,7 +223,7 @@ def _up_compute(xp, *arrays, scale, num_filter=0, sample_type, multi_input_mode=
     attrs = {"scale": scale, "num_filter": num_filter, "sample_type": sample_type,
              "multi_input_mode": multi_input_mode, "workspace": workspace}
     _check_up_attrs(attrs, len(arrays))
-    _check_float("UpSampling", *arrays)
+    check_float("UpSampling", *arrays, dtypes=_FLOATS)
     if sample_type == "bilinear":
         deconv, dattrs = _bilinear_attrs(attrs)
         return deconv.compute(xp, *arrays, **dattrs)

@@ -30,6 +30,7 @@ import numpy as np
 from ..base import MXNetError
 from .attrs import Bool, Enum, Int, Shape
 from .opdef import OpDef, register
+from .rules import check_float
 
 __all__ = []
 
@@ -120,9 +121,6 @@ def _counts(spatial, kernel, stride, pad, out, include_pad):
     return total
 
 
-def _check_float(op, x):
-    if x.dtype.kind != "f":
-        raise MXNetError(f"{op}: only floating point data is supported, got {x.dtype}")
 
 
 def _padded(xp, x, kernel, stride, pad, out, fill):
@@ -165,7 +163,7 @@ def _global_pool(xp, x, attrs):
 
 
 def _pool_compute(xp, x, **attrs):
-    _check_float("Pooling", x)
+    check_float("Pooling", x)
     kernel, stride, pad, out = _geometry(attrs, x.shape)
     if attrs["global_pool"]:
         return _global_pool(xp, x, attrs)
@@ -257,7 +255,7 @@ def _lp_ratio(xp, win, y, p):
 
 
 def _pool_backward(xp, x, y, g, **attrs):
-    _check_float("_backward_Pooling", x)
+    check_float("_backward_Pooling", x)
     kernel, stride, pad, out = _geometry(attrs, x.shape)
     if tuple(y.shape) != tuple(g.shape) or tuple(y.shape) != (*x.shape[:2], *out):
         raise MXNetError(f"_backward_Pooling: output {tuple(y.shape)} and out_grad "

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..base import MXNetError
 
 __all__ = ["same_shape", "broadcast_shape", "merge_shapes", "known", "fixed_type", "same_type",
-           "broadcast_shapes", "normalize_axis"]
+           "broadcast_shapes", "normalize_axis", "check_float"]
 
 
 def known(shape):
@@ -92,3 +92,13 @@ def normalize_axis(axis, ndim, op="op"):
     if not -ndim <= axis < ndim:
         raise MXNetError(f"{op}: axis {axis} is out of range for an array of {ndim} dims")
     return axis % ndim
+
+
+def check_float(op, *arrays, dtypes=None):
+    """MXNetError naming ``op`` unless every array is floating point (or, with ``dtypes``, of
+    one of those dtype names)."""
+    for a in arrays:
+        if dtypes is None and a.dtype.kind != "f":
+            raise MXNetError(f"{op}: only floating point data is supported, got {a.dtype}")
+        if dtypes is not None and a.dtype.name not in dtypes:
+            raise MXNetError(f"{op}: supports {' and '.join(dtypes)} only, got {a.dtype.name}")

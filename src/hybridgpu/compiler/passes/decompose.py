@@ -39,19 +39,9 @@ from __future__ import annotations
 
 from ...graph import Entry, Node
 from ...ops.rules import known, normalize_axis
-from .rewrite import Rewriter, make_node
+from .rewrite import Rewriter, make_node, readers
 
 __all__ = ["decompose"]
-
-
-def _readers(graph):
-    readers = {}
-    for i, node in enumerate(graph.nodes):
-        for e in node.inputs:
-            readers.setdefault(graph.key(e), []).append(i)
-    for e in graph.outputs:
-        readers.setdefault(graph.key(e), []).append(None)
-    return readers
 
 
 def _along(entry, name, shape, axis):
@@ -139,9 +129,9 @@ def _elementwise_after(graph, split):
 def decompose(graph, is_train=False):
     """``graph`` with inference BatchNorms and GEMM biases split into elementwise ops."""
     rw = Rewriter(graph)
-    readers = _readers(graph)
+    value_readers = readers(graph)
     split = {i for i, n in enumerate(graph.nodes)
-             if not n.is_variable and _bn_applies(graph, i, n, readers, is_train)}
+             if not n.is_variable and _bn_applies(graph, i, n, value_readers, is_train)}
     elementwise = _elementwise_after(graph, split)
     changed = False
     for i, node in enumerate(graph.nodes):
@@ -150,7 +140,7 @@ def decompose(graph, is_train=False):
         if i in split:
             done = _batchnorm(graph, i, node, rw)
         elif "no_bias" in node.attrs and len(node.inputs) == 3:
-            done = _gemm_bias(graph, i, node, rw, readers, elementwise)
+            done = _gemm_bias(graph, i, node, rw, value_readers, elementwise)
         else:
             done = False
         if not done:

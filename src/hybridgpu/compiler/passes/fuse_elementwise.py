@@ -46,7 +46,7 @@ from ...graph import Entry, Node
 from ...ops import OpDef
 from ...ops.rules import known
 from .cuda_expr import compose
-from .rewrite import Rewriter
+from .rewrite import Rewriter, readers
 
 __all__ = ["fuse_elementwise", "FusedOp", "Member", "is_fusible"]
 
@@ -260,16 +260,11 @@ def fuse_elementwise(graph):
     groups = _partition(graph)
     if not groups:
         return graph
-    readers = {}
-    for i, node in enumerate(graph.nodes):
-        for e in node.inputs:
-            readers.setdefault(graph.key(e), []).append(i)
-    for e in graph.outputs:
-        readers.setdefault(graph.key(e), []).append(None)
+    value_readers = readers(graph)
     rw = Rewriter(graph)
     for kind, k in _unit_order(graph, groups):
         if kind == "g":
-            _fuse(graph, groups[k], rw, readers)
+            _fuse(graph, groups[k], rw, value_readers)
         elif not graph.nodes[k].is_variable:
             rw.keep(graph.nodes[k])
     return rw.finish()

@@ -28,7 +28,7 @@ from ... import ops
 from ...base import MXNetError
 from ...graph import Entry, Graph, Node
 
-__all__ = ["Rewriter", "carry_types", "mutated_keys", "make_node", "value_nbytes"]
+__all__ = ["Rewriter", "carry_types", "mutated_keys", "make_node", "value_nbytes", "readers"]
 
 
 class Rewriter:
@@ -144,3 +144,15 @@ def value_nbytes(graph, key):
     for d in shape:
         size *= d
     return size * np.dtype(dtype).itemsize
+
+
+def readers(graph):
+    """``{value key: [indices of the nodes reading it]}``; a graph output also counts a
+    ``None`` reader (the caller)."""
+    found = {}
+    for i, node in enumerate(graph.nodes):
+        for e in node.inputs:
+            found.setdefault(graph.key(e), []).append(i)
+    for e in graph.outputs:
+        found.setdefault(graph.key(e), []).append(None)
+    return found
