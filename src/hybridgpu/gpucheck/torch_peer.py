@@ -103,7 +103,7 @@ class TorchPeer:
                                           f"{node.op.name!r}")
 
     def __call__(self, x):
-        import torch.nn.functional as F
+        import torch.nn.functional as F  # noqa: N812 (PyTorch's own spelling)
 
         values = {}
         for i, node in enumerate(self.graph.nodes):
