@@ -14,6 +14,7 @@ from . import (
     base,
     context,
     gluon,
+    image,
     initializer,
     lr_scheduler,
     metric,
@@ -22,6 +23,7 @@ from . import (
     ops,
     optimizer,
     random,
+    recordio,
     symbol,
 )
 from .attribute import AttrScope
@@ -35,6 +37,6 @@ init = initializer
 __version__ = "0.1.0"
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
            "gluon", "initializer", "init", "autograd", "metric", "optimizer",
-           "lr_scheduler",
+           "lr_scheduler", "recordio", "image",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
