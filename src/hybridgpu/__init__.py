@@ -38,3 +38,9 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "lr_scheduler",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
+
+# MXNet 1.x's training surface beyond Gluon (issue 12): data iterators, Module, checkpoints,
+# callbacks, kvstore, test helpers.
+from . import io  # noqa: E402
+
+__all__ += ["io"]
