@@ -44,3 +44,6 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
 from . import io  # noqa: E402
 
 __all__ += ["io"]
+from . import callback, model  # noqa: E402
+
+__all__ += ["callback", "model"]

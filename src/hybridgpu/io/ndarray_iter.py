@@ -83,7 +83,7 @@ class NDArrayIter(DataIter):
         >>> [b.pad for b in it]
         [0, 0]
         >>> it.reset(); [(b.data[0].shape, b.pad) for b in it]
-        [((2, 3), 1), ((2, 3), 0)]
+        [((2, 3), 1), ((2, 3), 0), ((2, 3), 0)]
     """
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False,
