@@ -47,3 +47,8 @@ __all__ += ["io"]
 from . import callback, model  # noqa: E402
 
 __all__ += ["callback", "model"]
+from . import kvstore, module  # noqa: E402
+
+kv = kvstore
+mod = module
+__all__ += ["kvstore", "kv", "module", "mod"]
