@@ -52,3 +52,6 @@ from . import kvstore, module  # noqa: E402
 kv = kvstore
 mod = module
 __all__ += ["kvstore", "kv", "module", "mod"]
+from . import test_utils  # noqa: E402
+
+__all__ += ["test_utils"]
