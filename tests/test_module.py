@@ -281,3 +281,12 @@ def test_score_and_metric_callbacks(caplog):
                   score_end_callback=ends.append)
     assert ends[0].nbatch == 2
     assert "Iter[0] Batch[1] Train-accuracy=" in caplog.text
+
+
+@needs_oracle
+@pytest.mark.oracle
+def test_generator_reproduces_the_committed_fixtures(tmp_path):
+    subprocess.run([str(ORACLE), str(HERE / "fixtures" / "make_mxnet_module_fixtures.py"),
+                    "--out", str(tmp_path)], check=True, capture_output=True)
+    for path in sorted(FIXTURES.iterdir()):
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
