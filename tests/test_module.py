@@ -290,3 +290,23 @@ def test_generator_reproduces_the_committed_fixtures(tmp_path):
                     "--out", str(tmp_path)], check=True, capture_output=True)
     for path in sorted(FIXTURES.iterdir()):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_other_callbacks(tmp_path, caplog):
+    mod = _mlp_module()
+    mod.init_params(mx.init.Constant(0.1))
+    mod.init_optimizer()
+    save = mx.callback.module_checkpoint(mod, str(tmp_path / "m"), period=2,
+                                         save_optimizer_states=True)
+    save(0)
+    save(1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m-0002.params", "m-0002.states",
+                                                          "m-symbol.json"]
+    metric = mx.metric.create("acc")
+    metric.update([mx.nd.array([1])], [mx.nd.array([[0.0, 1.0]])])
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        mx.callback.ProgressBar(total=4, length=8)(mx.model.BatchEndParam(0, 2, None, None))
+        mx.callback.LogValidationMetricsCallback()(mx.model.BatchEndParam(5, 0, metric, None))
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["[====----] 50%\r", "Epoch[5] Validation-accuracy=1.000000"]

@@ -447,7 +447,8 @@ class Module(BaseModule):
             for index, (name, weight, grad) in enumerate(zip(names, weights, grads)):
                 self._kvstore.pushpull(name, grad, out=weight, priority=-index)
             return
-        indices = [self._param_names.index(n) for n in names]
+        position = {n: i for i, n in enumerate(self._param_names)}
+        indices = [position[n] for n in names]
         if indices:
             self._updater(indices, grads, weights)
 
