@@ -53,3 +53,20 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "lr_scheduler", "recordio", "image",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
+
+# MXNet 1.x's training surface beyond Gluon (issue 12): data iterators, Module, checkpoints,
+# callbacks, kvstore, test helpers.
+from . import io  # noqa: E402
+
+__all__ += ["io"]
+from . import callback, model  # noqa: E402
+
+__all__ += ["callback", "model"]
+from . import kvstore, module  # noqa: E402
+
+kv = kvstore
+mod = module
+__all__ += ["kvstore", "kv", "module", "mod"]
+from . import test_utils  # noqa: E402
+
+__all__ += ["test_utils"]

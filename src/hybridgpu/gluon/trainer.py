@@ -13,7 +13,9 @@ flag ``data._ag.fresh`` on each copy's data array, which ``backward`` sets and t
 clears after updating. Parameters with ``grad_req='null'`` are skipped.
 
 Single process: ``kvstore`` may be ``'device'``, ``'local'``, ``'nccl'`` or None and selects
-nothing: gradients are always summed in process, and distributed kvstores raise. The weights
+nothing: gradients are always summed in process, and distributed kvstores raise. A
+``KVStore`` object (``mx.kv.create(...)``) sums each Parameter's gradients through its
+``pushpull`` (key: the Parameter's index) before the local update. The weights
 come out as MXNet's, with these differences kept on purpose:
 
 - ``kvstore=None`` with several contexts sums the gradients too (MXNet then updates each copy
@@ -49,6 +51,7 @@ import warnings
 
 from .. import optimizer as opt
 from ..base import MXNetError
+from ..kvstore import KVStore
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
 from ..serialization import ndarray_file
@@ -140,8 +143,13 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _allreduce_grads(self):
-        for param in self._params:
-            if param.grad_req != "null":
+        kv = self._kvstore_params["kvstore"]
+        for index, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            if isinstance(kv, KVStore):
+                _sum_through_kvstore(kv, index, param.list_grad())
+            else:
                 _sum_into_every_copy(param.list_grad())
 
     def _update(self, ignore_stale_grad):
@@ -242,11 +250,11 @@ def _param_list(params):
 
 
 def _check_kvstore(kvstore):
-    if kvstore is None or kvstore is False:
+    if kvstore is None or kvstore is False or isinstance(kvstore, KVStore):
         return
     if not isinstance(kvstore, str):
-        raise TypeError(f"kvstore must be a str or None, got {type(kvstore).__name__}: "
-                        "hybridgpu has no KVStore objects")
+        raise TypeError(f"kvstore must be a str, a KVStore or None, got "
+                        f"{type(kvstore).__name__}")
     if kvstore.startswith("dist") or kvstore in ("horovod", "byteps"):
         raise MXNetError(f"kvstore {kvstore!r}: distributed training is not supported by "
                          "hybridgpu (one process); use 'device' or 'local'")
@@ -272,6 +280,14 @@ def _sum_into_every_copy(grads):
     for g in grads:
         with g.context.scope():
             g._data[...] = to_device_array(total, first.context, g.context, copy=False)
+
+
+def _sum_through_kvstore(kv, key, grads):
+    """Write the sum of ``grads`` into each of them through ``kv`` (initialized on first
+    use with the key's shape)."""
+    if key not in kv:
+        kv.init(key, grads[0])
+    kv.pushpull(key, grads, out=grads)
 
 
 def _leaves(state):
