@@ -87,7 +87,7 @@ def test_bad_calls_raise(call, error, message):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("dist_sync", "distributed training is not supported"),
+    ("dist_async", "distributed training is not supported"),
     ("horovod", "distributed training is not supported"),
     ("bogus", "Unknown kvstore type"),
 ])

@@ -52,6 +52,8 @@ import warnings
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..kvstore import KVStore
+from ..kvstore import create as create_kvstore
+from ..kvstore.dist import DIST_TYPES, DistKVStore
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
 from ..serialization import ndarray_file
@@ -85,7 +87,10 @@ class Trainer:
         self._params = _param_list(params)
         self._param2idx = {p.name: i for i, p in enumerate(self._params)}
         _check_kvstore(kvstore)
+        if isinstance(kvstore, str) and kvstore in DIST_TYPES:
+            kvstore = create_kvstore(kvstore)
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._params_synced = False
         if compression_params:
             warnings.warn("Trainer: compression_params are ignored; hybridgpu sums gradients "
                           "in process, uncompressed", stacklevel=2)
@@ -95,7 +100,18 @@ class Trainer:
             self._contexts += [c for c in param.list_ctx() if c not in self._contexts]
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
+        self._sync_parameters(initialized_only=True)
 
+    def _sync_parameters(self, initialized_only=False):
+        """With a distributed kvstore, give every worker rank 0's parameters (MXNet's workers
+        pull what worker 0 initialized): at creation for initialized parameters, and before
+        the first update for every parameter (deferred ones included)."""
+        kv = self._kvstore_params["kvstore"]
+        if self._params_synced or not isinstance(kv, DistKVStore):
+            return
+        ready = [p for p in self._params if not initialized_only or p._data is not None]
+        kv.broadcast_parameters(ready)
+        self._params_synced = len(ready) == len(self._params)
     def _init_optimizer(self, optimizer, optimizer_params):
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, opt.Optimizer):
@@ -143,6 +159,7 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _allreduce_grads(self):
+        self._sync_parameters()
         kv = self._kvstore_params["kvstore"]
         for index, param in enumerate(self._params):
             if param.grad_req == "null":
@@ -255,9 +272,12 @@ def _check_kvstore(kvstore):
     if not isinstance(kvstore, str):
         raise TypeError(f"kvstore must be a str, a KVStore or None, got "
                         f"{type(kvstore).__name__}")
+    if kvstore in DIST_TYPES:
+        return
     if kvstore.startswith("dist") or kvstore in ("horovod", "byteps"):
         raise MXNetError(f"kvstore {kvstore!r}: distributed training is not supported by "
-                         "hybridgpu (one process); use 'device' or 'local'")
+                         "hybridgpu except 'dist_sync' over MPI; use 'dist_sync', 'device' or "
+                         "'local'")
     if kvstore not in _LOCAL_KVSTORES:
         raise MXNetError(f"Unknown kvstore type {kvstore!r}; hybridgpu accepts "
                          f"{', '.join(map(repr, _LOCAL_KVSTORES))} or None")

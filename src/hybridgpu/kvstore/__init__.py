@@ -1,7 +1,8 @@
-"""``mx.kv`` (also ``mx.kvstore``): the key-value store of MXNet 1.x, in one process.
+"""``mx.kv`` (also ``mx.kvstore``): the key-value store of MXNet 1.x.
 
-``create('local')`` and ``create('device')`` make a ``KVStore``; the distributed kinds
-(``'dist_sync'``, ``'dist_async'``, ...), ``'horovod'`` and ``'byteps'`` raise.
+``create('local')`` and ``create('device')`` make a ``KVStore`` of one process;
+``create('dist_sync')`` a ``DistKVStore`` of ``mpiexec``-launched workers (``kvstore.dist``);
+``'dist_async'``, ``'horovod'`` and ``'byteps'`` raise.
 
 Example:
     >>> import hybridgpu as mx
@@ -12,9 +13,10 @@ Example:
 """
 
 from ..base import MXNetError
+from .dist import DIST_TYPES, DistKVStore, DistTimeoutError
 from .kvstore import KVStore
 
-__all__ = ["KVStore", "KVStoreBase", "create"]
+__all__ = ["KVStore", "KVStoreBase", "DistKVStore", "DistTimeoutError", "create"]
 
 #: MXNet's base class name; the one class here.
 KVStoreBase = KVStore
@@ -32,9 +34,12 @@ def create(name="local"):
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, got {type(name).__name__}")
+    if name in DIST_TYPES:
+        return DistKVStore(name)
     if name.startswith("dist") or name in ("horovod", "byteps"):
         raise MXNetError(f"kvstore {name!r}: distributed training is not supported by "
-                         f"hybridgpu (one process); use 'local' or 'device'")
+                         f"hybridgpu except 'dist_sync' over MPI; use 'dist_sync', 'local' or "
+                         "'device'")
     if name not in _LOCAL_TYPES:
         raise MXNetError(f"Unknown kvstore type {name!r}; hybridgpu accepts "
                          f"{', '.join(map(repr, _LOCAL_TYPES))}")
