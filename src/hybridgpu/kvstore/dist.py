@@ -40,7 +40,6 @@ __all__ = ["DistKVStore", "DistTimeoutError", "DIST_TYPES", "timeout_seconds"]
 #: The kinds ``create`` hands to this class (all synchronous here).
 DIST_TYPES = ("dist_sync", "dist_sync_device", "dist_device_sync", "dist")
 _ENV_TIMEOUT = "HYBRIDGPU_DIST_TIMEOUT"
-_POLL_SECONDS = 0.0005
 
 
 class DistTimeoutError(MXNetError):
@@ -112,6 +111,9 @@ class DistKVStore(KVStore):
         return self._comm.Get_size()
 
     def _wait(self, request, what):
+        """Wait for ``request`` until the deadline, testing it continuously (MPI progresses a
+        nonblocking collective only while it is tested, as a blocking call would spin) and
+        yielding the core between tests."""
         deadline = time.monotonic() + self._timeout
         while not request.Test():
             if time.monotonic() > deadline:
@@ -119,7 +121,7 @@ class DistKVStore(KVStore):
                     f"kvstore {self._type!r}: rank {self.rank} of {self.num_workers}: {what} "
                     f"did not complete within {self._timeout:g} s ({_ENV_TIMEOUT}); a worker "
                     "died or stopped answering")
-            time.sleep(_POLL_SECONDS)
+            time.sleep(0)
 
     def _host(self, array):
         return np.ascontiguousarray(array.asnumpy())
@@ -135,12 +137,15 @@ class DistKVStore(KVStore):
             _assign(stored, NDArray(buffer, cpu(0)))
 
     def _merge(self, key, arrays, stored):
-        local = super()._merge(key, arrays, stored)
+        local = super()._merge(key, arrays, stored)  # a fresh array this store owns
         if self.num_workers == 1:
             return local
-        send = self._host(local)
-        total = np.empty_like(send)
-        self._wait(self._comm.Iallreduce(send, total), f"push of key {key!r}")
+        data = local._data
+        if isinstance(data, np.ndarray) and data.flags.c_contiguous:
+            self._wait(self._comm.Iallreduce(_mpi().IN_PLACE, data), f"push of key {key!r}")
+            return local
+        total = self._host(local)  # a gpu value: reduced through host memory
+        self._wait(self._comm.Iallreduce(_mpi().IN_PLACE, total), f"push of key {key!r}")
         _assign(local, NDArray(total, cpu(0)))
         return local
 
