@@ -44,8 +44,9 @@ SURFACE = {
                 "not ported; gluon.contrib.nn and nd/sym.contrib hold the few that are"),
     "rnn": ("missing", "the pre-Gluon symbolic RNN cells (mx.rnn) are not ported; use "
             "mx.gluon.rnn"),
-    "executor": ("missing", "use Symbol.bind / simple_bind, which return hybridgpu's "
-                 "executors"),
+    "executor": ("differs", "hybridgpu.executor holds the backends that run compiled "
+                 "programs; MXNet's Executor is what Symbol.bind / simple_bind return "
+                 "(hybridgpu.symbol.executor)"),
     "executor_manager": ("missing", "internal to MXNet's old FeedForward/Module; use mx.mod"),
     "engine": ("missing", "hybridgpu has no asynchronous engine to configure: NumPy runs "
                "eagerly, CuPy on CUDA streams (nd.waitall() synchronizes)"),
