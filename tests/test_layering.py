@@ -209,6 +209,49 @@ def test_the_tape_is_below_ndarray_and_imports_nothing_above_modes(edges):
     assert targets <= {"base", "modes", "tape"}, targets
 
 
+def _module_names_bound(tree, importer, is_package, modules):
+    """Local names a file binds to package modules (``from .. import modes``)."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                targets = _from_targets(ast.ImportFrom(node.module, [alias], node.level),
+                                        importer, is_package, PACKAGE, modules)
+                if targets and targets[0].endswith("." + alias.name):  # the name is a module
+                    bound.add(alias.asname or alias.name)
+    return bound
+
+
+def test_no_module_patches_another_modules_globals():
+    """Hooks patched into a lower module from above (``imperative.NDArray = NDArray``, an
+    installed recorder) hide the dependency from the import graph: none may exist."""
+    modules, bad = module_names(SRC, PACKAGE), []
+    for importer, (path, is_package) in modules.items():
+        tree = ast.parse(path.read_text())
+        bound = _module_names_bound(tree, importer, is_package, modules)
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr":
+                targets = node.args[:1]
+            bad += [f"{path.relative_to(SRC.parent)}:{node.lineno}" for t in targets
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    and t.value.id in bound or isinstance(t, ast.Name) and t.id in bound
+                    and isinstance(node, ast.Call)]
+    assert not bad, f"assignments into another module's globals: {bad}"
+
+
+def test_tape_nodes_are_made_only_by_the_one_constructor():
+    made = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            func = node.func if isinstance(node, ast.Call) else None
+            if func is not None and "TapeNode" in (getattr(func, "id", None),
+                                                   getattr(func, "attr", None)):
+                made.append(str(path.relative_to(SRC)))
+    assert made == ["tape/node.py"], f"TapeNode(...) outside tape.record: {made}"
+
+
 # -- the walk itself, on a small package written for the test ------------------------------------
 def _write(root, files):
     for rel, text in files.items():
