@@ -21,7 +21,9 @@ Example:
 from __future__ import annotations
 
 from ..base import MXNetError, dtype_of_flag
+from ..limits import check_elements
 from ..ops.rules import known, merge_shapes
+from ..safe_text import display
 
 __all__ = ["infer_shapes", "infer_types", "unknown_inputs", "InferenceError"]
 
@@ -43,9 +45,13 @@ def _merge(graph, key, new, node, what):
     try:
         merged = merge_shapes(old, tuple(new))
     except MXNetError:
-        raise InferenceError(f"shape conflict at node {node.name!r} ({what}): {old} vs "
+        raise InferenceError(f"shape conflict at node {display(node.name)} ({what}): {old} vs "
                              f"{tuple(new)}", node.name) from None
     if merged != old:
+        try:
+            check_elements(merged, f"node {display(node.name)} ({what})")
+        except MXNetError as err:
+            raise InferenceError(str(err), node.name) from None
         graph.shapes[key] = merged
         return True
     return False

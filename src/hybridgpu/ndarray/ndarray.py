@@ -291,11 +291,17 @@ class NDArray:
         return self._data.__dlpack_device__()
 
     def to_dlpack_for_read(self):
-        """A DLPack capsule of the data (shared memory)."""
+        """A DLPack capsule of the data (shared memory; NumPy consumers see it read-only)."""
         self.wait_to_read()
         return self._data.__dlpack__()
 
-    to_dlpack_for_write = to_dlpack_for_read
+    def to_dlpack_for_write(self):
+        """A DLPack 1.x capsule of the data (shared memory) that consumers may write into."""
+        self.wait_to_read()
+        try:
+            return self._data.__dlpack__(max_version=(1, 0))
+        except TypeError:  # an array module without versioned DLPack
+            return self._data.__dlpack__()
 
     def __reduce__(self):
         return (_rebuild, (self.asnumpy(), self._ctx))
