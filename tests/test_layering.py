@@ -43,8 +43,10 @@ LAYERS = (
     "compiler",
     "executor",
     # MXNet's Python surface that gluon builds on
-    "lr_scheduler", "initializer", "optimizer", "metric", "random", "image",
+    "lr_scheduler", "initializer", "optimizer", "metric", "random", "image", "io",
+    "kvstore",        # gluon's Trainer sums gradients through it
     "gluon",
+    "model", "callback", "module", "test_utils",   # mx.model checkpoints, mx.mod
     "mxnet_surface",  # MXNet 1.9.1's top-level names, for the package's __getattr__
     "hybridgpu",      # the package's __init__: the public surface
     "bench", "gpucheck", "__main__",
