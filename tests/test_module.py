@@ -335,3 +335,17 @@ def test_mxnet_exported_models_run_in_a_module(case):
     for k, out in enumerate(outputs):
         np.testing.assert_allclose(out.asnumpy(), arrays[f"{case}/out{k}"], rtol=1e-5,
                                    atol=1e-6, err_msg=f"{case} output {k}")
+
+
+def test_shared_module_uses_the_same_parameter_arrays():
+    trained = _mlp_module()
+    trained.init_params(mx.init.Constant(0.1))
+    trained.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    reader = mx.mod.Module(gen.build_mlp(mx))
+    reader.bind([("data", (2, 5))], for_training=False, shared_module=trained)
+    batch = mx.io.DataBatch([mx.nd.ones((4, 5))], [mx.nd.array([0, 1, 2, 0])])
+    trained.forward_backward(batch)
+    trained.update()
+    reader.forward(mx.io.DataBatch([mx.nd.ones((2, 5))]))
+    trained.forward(batch, is_train=False)
+    _close(reader.get_outputs()[0].asnumpy(), trained.get_outputs()[0].asnumpy()[:2], "shared")
