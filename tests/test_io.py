@@ -23,20 +23,6 @@ import make_mxnet_module_fixtures as gen  # noqa: E402
 ITERATORS = json.loads((HERE / "fixtures" / "mxnet_module" / "iterators.json").read_text())
 
 
-def _describe(descs):
-    return [[d.name, list(d.shape), np.dtype(d.dtype).name] for d in descs]
-
-
-def _run_epochs(it, epochs):
-    out = []
-    for _ in range(epochs):
-        out.append([{"data": [d.asnumpy().tolist() for d in b.data],
-                     "label": [lb.asnumpy().tolist() for lb in b.label or []],
-                     "pad": b.pad, "index": b.index} for b in it])
-        it.reset()
-    return out
-
-
 @pytest.mark.parametrize("case", sorted(gen.ITER_CASES))
 def test_ndarray_iter_batches_match_mxnet(case):
     kind, batch_size, shuffle, handle, extra = gen.ITER_CASES[case]
@@ -45,9 +31,27 @@ def test_ndarray_iter_batches_match_mxnet(case):
     it = mx.io.NDArrayIter(data, label, batch_size=batch_size, shuffle=shuffle,
                            last_batch_handle=handle, **extra)
     expected = ITERATORS[case]
-    assert _run_epochs(it, gen.EPOCHS) == expected["epochs"]
-    assert _describe(it.provide_data) == expected["provide_data"]
-    assert _describe(it.provide_label) == expected["provide_label"]
+    assert gen.describe(it.provide_data) == expected["provide_data"]
+    assert gen.describe(it.provide_label) == expected["provide_label"]
+    assert gen.epochs_of(it, gen.EPOCHS) == expected["epochs"]
+
+
+@pytest.mark.parametrize("case", gen.WRAPPER_CASES)
+def test_resize_and_prefetching_iters_match_mxnet(case):
+    it = gen.make_wrapper(mx, case)
+    expected = ITERATORS[case]
+    assert gen.describe(it.provide_data) == expected["provide_data"]
+    assert gen.describe(it.provide_label) == expected["provide_label"]
+    assert gen.epochs_of(it, gen.EPOCHS) == expected["epochs"]
+
+
+def test_prefetching_iter_refuses_iterators_of_different_lengths():
+    short = mx.io.NDArrayIter(np.ones((2, 1)), batch_size=2)
+    long = mx.io.NDArrayIter(np.ones((4, 1)), batch_size=2)
+    it = mx.io.PrefetchingIter([short, long])
+    next(it)
+    with pytest.raises(ValueError, match="Number of entry mismatches"):
+        next(it)
 
 
 def test_roll_over_carries_the_short_batch_and_hard_reset_drops_it():

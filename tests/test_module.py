@@ -310,3 +310,42 @@ def test_other_callbacks(tmp_path, caplog):
         mx.callback.LogValidationMetricsCallback()(mx.model.BatchEndParam(5, 0, metric, None))
     messages = [r.getMessage() for r in caplog.records]
     assert messages == ["[====----] 50%\r", "Epoch[5] Validation-accuracy=1.000000"]
+
+
+EXPORTS = HERE / "fixtures" / "mxnet_exports"
+
+
+@pytest.mark.parametrize("case", ["mlp", "mlp_f64", "convbn", "handmade", "handwritten",
+                                  "two_io"])
+def test_mxnet_exported_models_run_in_a_module(case):
+    """Models MXNet exported (``HybridBlock.export`` or a hand-made checkpoint) load with
+    ``Module.load`` and give MXNet's outputs (``tests/fixtures/mxnet_exports``)."""
+    spec = json.loads((EXPORTS / "cases.json").read_text())[case]
+    with np.load(EXPORTS / "arrays.npz", allow_pickle=False) as npz:
+        arrays = {key: npz[key] for key in npz.files if key.startswith(case + "/")}
+    names = list(spec["inputs"])
+    mod = mx.mod.Module.load(str(EXPORTS / case), 0, data_names=names, label_names=None)
+    dtype = np.dtype(spec["dtype"])
+    mod.bind([mx.io.DataDesc(n, tuple(s), dtype) for n, s in spec["inputs"].items()],
+             for_training=False)
+    batch = mx.io.DataBatch([mx.nd.array(arrays[f"{case}/in/{n}"], dtype=dtype) for n in names])
+    mod.forward(batch)
+    outputs = mod.get_outputs()
+    assert len(outputs) == spec["outputs"]
+    for k, out in enumerate(outputs):
+        np.testing.assert_allclose(out.asnumpy(), arrays[f"{case}/out{k}"], rtol=1e-5,
+                                   atol=1e-6, err_msg=f"{case} output {k}")
+
+
+def test_shared_module_uses_the_same_parameter_arrays():
+    trained = _mlp_module()
+    trained.init_params(mx.init.Constant(0.1))
+    trained.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    reader = mx.mod.Module(gen.build_mlp(mx))
+    reader.bind([("data", (2, 5))], for_training=False, shared_module=trained)
+    batch = mx.io.DataBatch([mx.nd.ones((4, 5))], [mx.nd.array([0, 1, 2, 0])])
+    trained.forward_backward(batch)
+    trained.update()
+    reader.forward(mx.io.DataBatch([mx.nd.ones((2, 5))]))
+    trained.forward(batch, is_train=False)
+    _close(reader.get_outputs()[0].asnumpy(), trained.get_outputs()[0].asnumpy()[:2], "shared")

@@ -56,17 +56,8 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
 
 # MXNet 1.x's training surface beyond Gluon (issue 12): data iterators, Module, checkpoints,
 # callbacks, kvstore, test helpers.
-from . import io  # noqa: E402
-
-__all__ += ["io"]
-from . import callback, model  # noqa: E402
-
-__all__ += ["callback", "model"]
-from . import kvstore, module  # noqa: E402
+from . import callback, io, kvstore, model, module, test_utils  # noqa: E402
 
 kv = kvstore
 mod = module
-__all__ += ["kvstore", "kv", "module", "mod"]
-from . import test_utils  # noqa: E402
-
-__all__ += ["test_utils"]
+__all__ += ["io", "callback", "model", "kvstore", "kv", "module", "mod", "test_utils"]

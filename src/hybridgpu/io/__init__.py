@@ -1,5 +1,5 @@
-"""``mx.io``: data iterators (MXNet 1.x's API): ``NDArrayIter``, ``DataIter``, ``DataBatch``,
-``DataDesc``.
+"""``mx.io``: data iterators (MXNet 1.x's API): ``NDArrayIter``, ``ResizeIter``,
+``PrefetchingIter``, ``DataIter``, ``DataBatch``, ``DataDesc``.
 
 Example:
     >>> import numpy as np
@@ -12,5 +12,6 @@ Example:
 
 from .batch import DataBatch, DataDesc, DataIter
 from .ndarray_iter import NDArrayIter
+from .wrappers import PrefetchingIter, ResizeIter
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter"]
