@@ -15,7 +15,10 @@ clears after updating. Parameters with ``grad_req='null'`` are skipped.
 Single process: ``kvstore`` may be ``'device'``, ``'local'``, ``'nccl'`` or None and selects
 nothing: gradients are always summed in process, and distributed kvstores raise. A
 ``KVStore`` object (``mx.kv.create(...)``) sums each Parameter's gradients through its
-``pushpull`` (key: the Parameter's index) before the local update. The weights
+``pushpull`` (key: the Parameter's index) before the local update. With any kvstore, the first
+update starts by giving every copy the first context's value (auxiliary states such as
+BatchNorm's statistics included), as MXNet's kvstore initialization does; after that each
+device's BatchNorm statistics follow its own batches. The weights
 come out as MXNet's, with these differences kept on purpose:
 
 - ``kvstore=None`` with several contexts sums the gradients too (MXNet then updates each copy
@@ -103,15 +106,28 @@ class Trainer:
         self._sync_parameters(initialized_only=True)
 
     def _sync_parameters(self, initialized_only=False):
-        """With a distributed kvstore, give every worker rank 0's parameters (MXNet's workers
-        pull what worker 0 initialized): at creation for initialized parameters, and before
-        the first update for every parameter (deferred ones included)."""
+        """Give every copy of every parameter (auxiliary states included) the same value, as
+        MXNet's kvstore initialization does before the first update: the first context's
+        copy in one process, rank 0's with a distributed kvstore (which also does it at
+        creation for initialized parameters). Without a kvstore nothing is copied, as in
+        MXNet: BatchNorm's statistics then stay per device from the start."""
         kv = self._kvstore_params["kvstore"]
-        if self._params_synced or not isinstance(kv, DistKVStore):
+        if self._params_synced or kv is None or kv is False:
             return
-        ready = [p for p in self._params if not initialized_only or p._data is not None]
-        kv.broadcast_parameters(ready)
-        self._params_synced = len(ready) == len(self._params)
+        if isinstance(kv, DistKVStore):
+            ready = [p for p in self._params if not initialized_only or p._data is not None]
+            kv.broadcast_parameters(ready)
+            self._params_synced = len(ready) == len(self._params)
+            return
+        if initialized_only:
+            return
+        for param in self._params:
+            copies = param.list_data()
+            for copy in copies[1:]:
+                copy._data[...] = to_device_array(copies[0]._data, copies[0].context,
+                                                  copy.context, copy=False)
+        self._params_synced = True
+
     def _init_optimizer(self, optimizer, optimizer_params):
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, opt.Optimizer):
