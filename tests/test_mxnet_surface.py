@@ -13,7 +13,19 @@ from hybridgpu.mxnet_surface import GUIDE, SURFACE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # MXNet 1.9.1's public top-level names (dir(mxnet), recorded with the oracle)
-MXNET_NAMES = ["api", "attribute", "autograd", "base", "callback", "context", "contrib", "engine", "error", "executor", "executor_manager", "gluon", "image", "img", "init", "initializer", "io", "kv", "kvstore", "libinfo", "library", "log", "lr_scheduler", "metric", "mod", "model", "module", "mon", "monitor", "name", "nd", "ndarray", "ndarray_doc", "notebook", "np", "np_symbol", "npx", "numpy", "numpy_dispatch_protocol", "numpy_extension", "numpy_op_fallback", "numpy_op_signature", "onnx", "operator", "optimizer", "profiler", "random", "recordio", "registry", "rnd", "rnn", "rtc", "runtime", "sym", "symbol", "symbol_doc", "test_utils", "th", "torch", "tvmop", "util", "visualization", "viz", "AttrScope", "Context", "MXNetError", "cpu", "cpu_pinned", "current_context", "gpu", "is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np", "use_np_array", "use_np_shape"]
+MXNET_NAMES = (
+    "api", "attribute", "autograd", "base", "callback", "context", "contrib", "engine",
+    "error", "executor", "executor_manager", "gluon", "image", "img", "init", "initializer",
+    "io", "kv", "kvstore", "libinfo", "library", "log", "lr_scheduler", "metric", "mod",
+    "model", "module", "mon", "monitor", "name", "nd", "ndarray", "ndarray_doc", "notebook",
+    "np", "np_symbol", "npx", "numpy", "numpy_dispatch_protocol", "numpy_extension",
+    "numpy_op_fallback", "numpy_op_signature", "onnx", "operator", "optimizer", "profiler",
+    "random", "recordio", "registry", "rnd", "rnn", "rtc", "runtime", "sym", "symbol",
+    "symbol_doc", "test_utils", "th", "torch", "tvmop", "util", "visualization", "viz",
+    "AttrScope", "Context", "MXNetError", "cpu", "cpu_pinned", "current_context", "gpu",
+    "is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np",
+    "use_np_array", "use_np_shape",
+)
 
 
 def test_every_mxnet_name_has_a_status():
