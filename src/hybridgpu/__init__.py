@@ -47,6 +47,13 @@ def __getattr__(name):
     status, target = SURFACE.get(name, (None, None))
     if status == "alias":
         return globals()[target]
+    if status in ("supported", "differs"):  # a submodule not imported yet
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ImportError:
+            pass
     raise missing_attribute(name)
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
            "gluon", "initializer", "init", "autograd", "metric", "optimizer",
