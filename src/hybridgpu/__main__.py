@@ -1,4 +1,5 @@
-"""``python -m hybridgpu bench``: see ``hybridgpu.bench``."""
+"""``python -m hybridgpu`` (and the ``hybridgpu`` script): with no command it prints help;
+``python -m hybridgpu bench`` is the main job (see ``hybridgpu.bench``)."""
 
 import sys
 
