@@ -50,15 +50,46 @@ _HYBRIDIZE_FLAGS = ("static_alloc", "static_shape", "inline_limit", "forward_bul
                     "backward_bulk_size", "cuda_graph", "clear", "backend")
 
 
-class _Trace:
-    """One traced signature: the graph, its compiled Executable, and how values map."""
+class _Program:
+    """What running ``hybrid_forward``'s Python once produced: the traced Symbol, how its
+    variables map to inputs and Parameters, and what the Python read (its guards).
 
-    def __init__(self, graph, input_names, params, out_format, symbol_):
-        self.graph = graph
+    The trace key is the argument structure plus only what was read: a program that read no
+    shape serves every input shape (shapes are re-inferred on its graph), one that read a shape
+    serves only the shapes it was traced with; the same for dtypes and train mode."""
+
+    def __init__(self, symbol_, input_names, params, in_format, out_format, reads, flat):
+        self.symbol = symbol_
         self.input_names = input_names
         self.params = params          # [(variable name, Parameter)]
+        self.in_format = in_format
         self.out_format = out_format
-        self.symbol = symbol_         # the traced Symbol, for export
+        self.reads = frozenset(reads)
+        self.guard = self.guard_values(flat)
+
+    def guard_values(self, flat):
+        """The values of what this program read, for inputs ``flat`` and the current mode."""
+        return (tuple(a.shape for a in flat) if "shape" in self.reads else None,
+                tuple(a.dtype for a in flat) if "dtype" in self.reads else None,
+                modes.is_training() if "training" in self.reads else None)
+
+    def serves(self, in_format, flat):
+        """True when this program's Python would run the same for inputs ``flat``."""
+        return (in_format == self.in_format and len(flat) == len(self.input_names)
+                and self.guard_values(flat) == self.guard)
+
+
+class _Trace:
+    """One compile signature (shapes, dtypes, context, train mode) of a program: its graph
+    with this signature's shapes and dtypes, and its compiled Executable."""
+
+    def __init__(self, graph, program):
+        self.graph = graph
+        self.program = program
+        self.input_names = program.input_names
+        self.params = program.params
+        self.out_format = program.out_format
+        self.symbol = program.symbol  # the traced Symbol, for export
         self.executable = None        # compiled on first replay (compile_graph)
 
 
@@ -72,7 +103,8 @@ def _named_error(err, block):
 
 
 def _signature_key(in_format, flat, ctx):
-    """The trace cache key: argument structure, shapes and dtypes, context, train mode."""
+    """The compile key: argument structure, shapes and dtypes, context, train mode (one
+    Executable each; whether the Python runs again is the program's trace key)."""
     return (in_format, tuple((a._data.shape, a._data.dtype.str) for a in flat), ctx,
             modes.is_training())
 
@@ -96,7 +128,8 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._flags = {}
-        self._traces = OrderedDict()
+        self._traces = OrderedDict()  # compile key -> _Trace
+        self._programs = []           # _Program, newest last: runs of the Python
         self._last_trace = None
         self._trace_lock = threading.Lock()
         self._warned_cap = False
@@ -122,6 +155,7 @@ class HybridBlock(Block):
     def _clear_cache(self):
         if "_traces" in self.__dict__:
             self._traces.clear()
+            self._programs.clear()
             self._last_trace = None
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
@@ -248,32 +282,63 @@ class HybridBlock(Block):
         return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
 
     def _new_trace(self, key, flat, in_format, ctx):
-        trace = self._trace(flat, in_format, ctx)
+        """The _Trace of a new compile key: the graph of a program whose guards hold for
+        these inputs, re-inferred for their shapes and dtypes, or else a new run of the
+        Python."""
+        program = next((p for p in reversed(self._programs) if p.serves(key[0], flat)), None)
+        if program is None:
+            trace = self._trace(flat, in_format, ctx)
+            self._programs.append(trace.program)
+            del self._programs[:-MAX_TRACES]
+        else:
+            trace = self._specialize(program, flat)
         if len(self._traces) >= MAX_TRACES:
             self._traces.popitem(last=False)
             if not self._warned_cap:
                 self._warned_cap = True
-                warnings.warn(f"HybridBlock {self.name!r} has been traced for more than "
+                warnings.warn(f"HybridBlock {self.name!r} has been compiled for more than "
                               f"{MAX_TRACES} input signatures (shapes, dtypes, contexts, train "
-                              "mode); the oldest traces are dropped and retraced when needed",
+                              "mode); the oldest are dropped and compiled again when needed",
                               stacklevel=4)
         self._traces[key] = trace
+        self._last_trace = trace
         return trace
 
     def _trace(self, flat, in_format, ctx):
-        """Trace ``hybrid_forward`` with Symbols for the arrays ``flat``; fills deferred
-        parameter shapes and finishes their initialization."""
+        """Trace ``hybrid_forward`` with Symbols for the arrays ``flat``, recording what the
+        Python reads; fills deferred parameter shapes and finishes their initialization."""
         names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         inputs = [symbol.var(n, shape=a.shape, dtype=a.dtype) for n, a in zip(names, flat)]
         grouped = regroup(inputs, in_format)
-        out = self._symbol_forward(*grouped)
+        with modes.watching_reads() as reads:
+            out = self._symbol_forward(*grouped)
         flat_out, out_format = flatten(out, "output", lambda v: isinstance(v, Symbol), _width)
         traced = symbol.Group(flat_out)
         graph = Graph(traced._outputs)
         # parameters' current shapes win over the (possibly deferred) ones their variables
         # were made with
         given = {p.name: p.shape for p in self.collect_params().values() if known(p.shape)}
-        given.update({n: a.shape for n, a in zip(names, flat)})
+        self._infer(graph, names, flat, given)
+        params = self._bind_parameters(graph)
+        for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
+            if node.name in names and node.is_variable:
+                node.extra.pop("__shape__", None)
+                node.extra.pop("__dtype__", None)
+        program = _Program(traced, names, params, repr(in_format), out_format, reads, flat)
+        trace = _Trace(graph, program)
+        self._last_trace = trace
+        return trace
+
+    def _specialize(self, program, flat):
+        """A _Trace of ``program`` for inputs ``flat`` without running the Python again:
+        shapes and dtypes inferred afresh on the traced graph (as MXNet does)."""
+        graph = Graph(program.symbol._outputs)
+        given = {p.name: p.shape for _, p in program.params if known(p.shape)}
+        self._infer(graph, program.input_names, flat, given)
+        return _Trace(graph, program)
+
+    def _infer(self, graph, names, flat, given):
+        given = {**given, **{n: a.shape for n, a in zip(names, flat)}}
         try:
             infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
         except InferenceError as err:
@@ -282,14 +347,6 @@ class HybridBlock(Block):
             infer_shapes(graph, given)
         except InferenceError as err:
             raise self._layer_error(graph, err) from None
-        params = self._bind_parameters(graph)
-        for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
-            if node.name in names and node.is_variable:
-                node.extra.pop("__shape__", None)
-                node.extra.pop("__dtype__", None)
-        trace = _Trace(graph, names, params, out_format, traced)
-        self._last_trace = trace
-        return trace
 
     def _layer_error(self, graph, err):
         """``err`` naming the layer that made the failing node (the descendant whose prefix
