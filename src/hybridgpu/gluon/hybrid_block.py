@@ -25,13 +25,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 import warnings
 from collections import OrderedDict
 
 from .. import modes, random_state, symbol
 from .. import ndarray as nd
-from ..base import MXNetError
+from ..base import ArgumentTypeError, MXNetError
 from ..compiler import compile_graph
 from ..graph import Graph, InferenceError, infer_shapes, infer_types
 from ..ndarray import NDArray
@@ -39,10 +41,10 @@ from ..ops.rules import known
 from ..symbol import NotAvailableOnSymbol, Symbol
 from .block import Block
 from .nesting import flatten, regroup
-from .parameter import DeferredInitializationError
+from .parameter import DeferredInitializationError, DeferredShapeError
 from .traced_backward import run_recorded
 
-__all__ = ["HybridBlock"]
+__all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError"]
 
 #: Signatures kept per block before the oldest is dropped (with one warning).
 MAX_TRACES = 8
@@ -110,6 +112,35 @@ def _signature_key(in_format, flat, ctx):
 
 
 _ONE_INPUT = repr([0])  # the argument structure of the common call net(x)
+
+
+class DeferredInferenceError(InferenceError, ValueError):
+    """Shape inference failed on the first forward, while parameters wait for their shapes
+    (MXNet 1.9.1: ``ValueError``); also an InferenceError, hence an MXNetError."""
+
+
+class BlockInputError(TypeError, ValueError):
+    """A HybridBlock called with something that is neither NDArray nor Symbol (MXNet 1.9.1:
+    ``ValueError``; hybridgpu raised ``TypeError`` before, so it is both)."""
+
+
+@functools.cache
+def _input_range(hybrid_forward, param_names):
+    """``(fewest, most)`` positional inputs ``hybrid_forward`` takes after ``F``, its
+    parameters (passed by name) left out; ``most`` is huge for ``*args``."""
+    try:
+        sig = inspect.signature(hybrid_forward)
+    except (TypeError, ValueError):
+        return 0, 1 << 31
+    low = high = 0
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    for param in list(sig.parameters.values())[2:]:  # self, F
+        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+            high = 1 << 31
+        elif param.kind in positional and param.name not in param_names:
+            high += 1
+            low += param.default is inspect.Parameter.empty
+    return low, max(high, low)
 
 
 def _is_leaf(value):
@@ -190,8 +221,12 @@ class HybridBlock(Block):
             if out is not None:
                 return out
         if not isinstance(x, NDArray):
-            raise TypeError(f"HybridBlock requires the first argument to forward be either "
-                            f"Symbol or NDArray, but got {type(x)}")
+            raise BlockInputError(
+                f"In HybridBlock, there must be one NDArray or one Symbol in the input. Please "
+                f"check the type of the args. {type(self).__name__} {self.name!r} got "
+                f"{type(x).__name__} as its first input"
+                + ("; convert it with mx.nd.array(...)" if hasattr(x, "__array__") else ""))
+        self._check_input_count(1 + len(args))
         ctx = x.context
         self._check_contexts(ctx, args)
         with ctx:
@@ -202,6 +237,23 @@ class HybridBlock(Block):
                 return self.hybrid_forward(nd, x, *args, **params)
             except MXNetError as err:
                 raise _named_error(err, self) from None
+
+    def _check_input_count(self, count):
+        """TypeError naming the block when ``count`` inputs do not fit ``hybrid_forward``
+        (Python's own message would say "got multiple values for argument 'weight'")."""
+        low, high = _input_range(type(self).hybrid_forward, tuple(self._reg_params))
+        if low <= count <= high:
+            return
+        takes = f"{low}" if low == high else f"{low} to {high}" if high < 1 << 30 else \
+            f"at least {low}"
+        try:
+            shown = f"hybrid_forward{inspect.signature(self.hybrid_forward)}"
+        except (TypeError, ValueError):
+            shown = "hybrid_forward"
+        raise TypeError(f"{type(self).__name__} {self.name!r} was called with {count} "
+                        f"input{'s' if count != 1 else ''}, but its {shown} takes {takes} after "
+                        f"F (its Parameters {sorted(self._reg_params)} are passed by name); "
+                        "pass one array for each of its inputs")
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, for ``F = nd`` and ``F = sym``; override it."""
@@ -224,23 +276,32 @@ class HybridBlock(Block):
                     return {k: v.data(ctx) for k, v in self._reg_params.items()}
                 except DeferredInitializationError:
                     self._trace(*flatten(list(args), "input", _is_leaf), ctx)
+            unused = [v.name for v in self._reg_params.values() if v._deferred_init]
+            if unused:
+                raise DeferredShapeError(
+                    f"Deferred initialization failed because shape cannot be inferred: "
+                    f"{type(self).__name__} {self.name!r} does not use Parameter(s) {unused} in "
+                    "hybrid_forward, so nothing fixes their unknown (0) dimensions; give their "
+                    "full shape when creating them") from None
             return {k: v.data(ctx) for k, v in self._reg_params.items()}
 
     def _symbol_forward(self, x, *args):
+        self._check_input_count(1 + len(args))
         params = {k: v.var() for k, v in self._reg_params.items()}
         self._traced_input = x  # lets a shape error report this layer's input shape
         try:
             with self.name_scope():
                 return self.hybrid_forward(symbol, x, *args, **params)
-        except NotAvailableOnSymbol as err:
+        except (NotAvailableOnSymbol, ArgumentTypeError) as err:
             raise self._named(err) from None
 
     def _named(self, err):
+        """``err`` (raised by NDArray-only code while tracing) naming this block."""
         message = str(err)
         if message.startswith("in HybridBlock"):
             return err
-        return NotAvailableOnSymbol(f"in HybridBlock {self.name!r} ({type(self).__name__}."
-                                    f"hybrid_forward, while tracing): {message}")
+        return type(err)(f"in HybridBlock {self.name!r} ({type(self).__name__}."
+                         f"hybrid_forward, while tracing): {message}")
 
     # -- tracing and replay -------------------------------------------------------------
     def _replay_one(self, x):
@@ -286,12 +347,16 @@ class HybridBlock(Block):
         these inputs, re-inferred for their shapes and dtypes, or else a new run of the
         Python."""
         program = next((p for p in reversed(self._programs) if p.serves(key[0], flat)), None)
-        if program is None:
+        trace = None
+        if program is not None:
+            try:
+                trace = self._specialize(program, flat)
+            except InferenceError:  # run the Python: the layers' own checks say what is wrong
+                trace = None
+        if trace is None:
             trace = self._trace(flat, in_format, ctx)
             self._programs.append(trace.program)
             del self._programs[:-MAX_TRACES]
-        else:
-            trace = self._specialize(program, flat)
         if len(self._traces) >= MAX_TRACES:
             self._traces.popitem(last=False)
             if not self._warned_cap:
@@ -346,7 +411,12 @@ class HybridBlock(Block):
         try:
             infer_shapes(graph, given)
         except InferenceError as err:
-            raise self._layer_error(graph, err) from None
+            error = self._layer_error(graph, err)
+            if any(p._deferred_init for p in self.collect_params().values()):
+                error = DeferredInferenceError(
+                    f"Deferred initialization failed because shape cannot be inferred. {error}",
+                    err.node_name)
+            raise error from None
 
     def _layer_error(self, graph, err):
         """``err`` naming the layer that made the failing node (the descendant whose prefix

@@ -50,7 +50,7 @@ from ..base import MXNetError, mx_real_t
 from ..graph import Graph, infer_shapes, infer_types
 from ..ndarray import NDArray
 from ..symbol import Symbol
-from .hybrid_block import HybridBlock, _Program, _Trace
+from .hybrid_block import BlockInputError, HybridBlock, _Program, _Trace
 from .nesting import flatten, regroup
 from .parameter import ParameterDict
 
@@ -237,8 +237,9 @@ class SymbolBlock(HybridBlock):
         if isinstance(x, Symbol):
             return self._compose_inputs(x, *args)
         if not isinstance(x, NDArray):
-            raise TypeError(f"SymbolBlock requires the first argument to forward be either "
-                            f"Symbol or NDArray, but got {type(x)}")
+            raise BlockInputError(f"In HybridBlock, there must be one NDArray or one Symbol in "
+                                  f"the input. SymbolBlock {self.name!r} got {type(x).__name__} "
+                                  "as its first input")
         self._check_format([x, *args], "NDArray")
         ctx = x.context
         self._check_contexts(ctx, args)

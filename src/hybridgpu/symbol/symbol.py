@@ -198,7 +198,7 @@ class Symbol:
         if isinstance(index, str):
             matches = [i for i, n in enumerate(self.list_outputs()) if n == index]
             if not matches:
-                raise ValueError(f"Cannot find output that matches name {index!r}; outputs "
+                raise ValueError(f'Cannot find output that matches name "{index}"; outputs '
                                  f"are {self.list_outputs()}")
             if len(matches) > 1:
                 raise ValueError(f"There are multiple outputs with name {index!r}")
@@ -224,8 +224,11 @@ class Symbol:
         return self._outputs[0].node
 
     def attr(self, key):
-        """The attribute ``key`` of this symbol's node as a string, or None."""
-        return _listed(self._single_node("attr")).get(key)
+        """The attribute ``key`` of this symbol's node as a string, or None (always None on a
+        group of several nodes, as in MXNet)."""
+        if self.name is None:
+            return None
+        return _listed(self._outputs[0].node).get(key)
 
     def list_attr(self, recursive=False):
         """The node's attributes (strings). ``recursive=True`` is gone since MXNet 1.x: use
