@@ -1,26 +1,27 @@
 """``HybridBlock``: write ``hybrid_forward(F, x, **params)`` once; run it imperatively
-(``F = nd``) or, after ``hybridize()``, trace it once per input signature (``F = sym``) and
-replay the traced graph.
+(``F = nd``) or, after ``hybridize()``, trace it (``F = sym``) and replay the traced graph.
 
-The cache key is (argument structure, shapes, dtypes, context, train mode), so a new shape
-retraces instead of failing, and ``if autograd.is_training():`` inside ``hybrid_forward`` is
-never frozen into the wrong mode. Inputs are traced as variables of known shape, so
-``x.shape`` works inside ``hybrid_forward``. Each traced graph is compiled once by
-``compiler.compile_graph`` (passes, then generated NumPy code on cpu).
+Two keys (docs/gluon.md, "When hybrid_forward runs"): the *trace key* decides when the Python
+of ``hybrid_forward`` runs again: the argument structure plus only what the Python read while
+traced (input shapes, dtypes, train mode; ``modes.watching_reads``). The *compile key* (argument
+structure, shapes, dtypes, context, train mode) holds one compiled Executable each
+(``compiler.compile_graph``); a new compile key with a known trace key re-infers the traced
+graph's shapes, as MXNet does. Inputs are traced as variables of known shape, so ``x.shape``
+works inside ``hybrid_forward``; reading it makes that trace specific to the shape.
 
 Example:
     >>> import hybridgpu as mx
     >>> class Double(HybridBlock):
     ...     def hybrid_forward(self, F, x):
-    ...         print("tracing" if F is mx.sym else "imperative", x.shape)
+    ...         print("tracing" if F is mx.sym else "imperative")
     ...         return x * 2
     >>> net = Double()
     >>> net.hybridize()
     >>> net(mx.nd.ones((1, 2))).asnumpy()
-    tracing (1, 2)
+    tracing
     array([[2., 2.]], dtype=float32)
-    >>> net(mx.nd.ones((1, 2))).asnumpy()  # replayed: hybrid_forward does not run
-    array([[2., 2.]], dtype=float32)
+    >>> net(mx.nd.ones((3, 2))).shape  # a new shape: re-inferred, hybrid_forward does not run
+    (3, 2)
 """
 
 from __future__ import annotations
