@@ -224,8 +224,9 @@ class HybridBlock(Block):
         if not isinstance(x, NDArray):
             raise BlockInputError(
                 f"In HybridBlock, there must be one NDArray or one Symbol in the input. Please "
-                f"check the type of the args. {type(self).__name__} {self.name!r} got "
-                f"{type(x).__name__} as its first input"
+                f"check the type of the args: HybridBlock requires the first argument to forward "
+                f"be either Symbol or NDArray, but {type(self).__name__} {self.name!r} got "
+                f"{type(x)}"
                 + ("; convert it with mx.nd.array(...)" if hasattr(x, "__array__") else ""))
         self._check_input_count(1 + len(args))
         ctx = x.context
