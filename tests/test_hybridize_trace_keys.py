@@ -29,6 +29,8 @@ class Counting(mx.gluon.HybridBlock):
             return x * (2 if np.dtype(x.dtype) == np.float32 else 3)
         if self.read == "training":
             return x * 2 if autograd.is_training() else x
+        if self.read == "ndim":
+            return x * x.ndim
         if self.read == "infer_shape":
             x.infer_shape()
             return x * 2
@@ -57,6 +59,13 @@ def test_reading_a_shape_guards_the_trace_on_shapes():
         assert net(nd.ones((batch, 2, 2))).shape == (batch, 4)
     assert net.runs == 3
     assert [sorted(p.reads) for p in net._programs] == [["shape"]] * 3
+
+
+def test_ndim_is_a_shape_read():
+    net = _block("ndim")
+    assert net(nd.ones((2,))).asnumpy().tolist() == [1.0, 1.0]
+    assert net(nd.ones((1, 2))).asnumpy().tolist() == [[2.0, 2.0]]
+    assert net.runs == 2 and net._programs[0].reads == {"shape"}
 
 
 def test_infer_shape_on_a_symbol_counts_as_a_shape_read():

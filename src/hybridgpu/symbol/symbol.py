@@ -375,6 +375,19 @@ class Symbol:
                               lambda graph, given: infer_shapes(graph, given, use_cache=True))
 
     @property
+    def ndim(self):
+        """``len(self.shape)`` (hybridgpu's addition, like ``shape``; a shape read)."""
+        return len(self.shape)
+
+    @property
+    def size(self):
+        """The number of elements, ``prod(self.shape)`` (a shape read, like ``shape``)."""
+        size = 1
+        for dim in self.shape:
+            size *= dim
+        return size
+
+    @property
     def dtype(self):
         """The output's dtype (a NumPy type), inferred from the variables' dtypes. Read inside
         a traced ``hybrid_forward``, it makes the input dtypes part of that trace's key."""
