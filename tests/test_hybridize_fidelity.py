@@ -11,6 +11,7 @@ import builtins
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ DIFFERENCES = {
 
 def run_here(name, tmp_path):
     """``(value, None)`` or ``(None, exception)`` of a case run with hybridgpu."""
-    with mx.name.NameManager():
+    with mx.name.NameManager(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Parameter b_w is not used": MXNet warns the same
         try:
             return gen.CASES[name](mx, str(tmp_path)), None
         except Exception as err:  # the exception is what is compared
