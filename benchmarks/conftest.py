@@ -30,8 +30,11 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     from hybridgpu.bench_env import blas_limit, device_choice, environment
 
     ctx, reason = device_choice()
-    with blas_limit(0) as blas:  # describe the threads in effect (fixed by blas_threads below)
-        env = environment(ctx, reason, blas)
+    blas = _SESSION.get("blas")  # what blas_threads fixed (its scope has ended by now)
+    if blas is None:
+        with blas_limit(0) as blas:
+            pass
+    env = environment(ctx, reason, blas)
     output_json["hybridgpu"] = {
         **env,
         "device": _device_name(),
@@ -48,7 +51,11 @@ def blas_threads():
     from hybridgpu.bench_env import blas_limit
 
     with blas_limit(1) as blas:
+        _SESSION["blas"] = blas
         yield blas
+
+
+_SESSION: dict = {}
 
 
 @pytest.fixture(scope="session")
