@@ -27,12 +27,35 @@ def _device_name():
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):
+    from hybridgpu.bench_env import blas_limit, device_choice, environment
+
+    ctx, reason = device_choice()
+    blas = _SESSION.get("blas")  # what blas_threads fixed (its scope has ended by now)
+    if blas is None:
+        with blas_limit(0) as blas:
+            pass
+    env = environment(ctx, reason, blas)
     output_json["hybridgpu"] = {
+        **env,
         "device": _device_name(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "commit": _commit(),
         "version": mx.__version__,
     }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def blas_threads():
+    """One BLAS thread for the whole benchmark session, as ``python -m hybridgpu bench``
+    (more threads oversubscribe a small shared machine and the timings swing)."""
+    from hybridgpu.bench_env import blas_limit
+
+    with blas_limit(1) as blas:
+        _SESSION["blas"] = blas
+        yield blas
+
+
+_SESSION: dict = {}
 
 
 @pytest.fixture(scope="session")

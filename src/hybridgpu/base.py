@@ -8,8 +8,8 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["MXNetError", "NotImplementedForSymbol", "mx_real_t", "DTYPE_TO_FLAG",
-           "dtype_of_flag"]
+__all__ = ["MXNetError", "NotImplementedForSymbol", "ArgumentTypeError", "mx_real_t",
+           "DTYPE_TO_FLAG", "dtype_of_flag"]
 
 #: The default floating point type, as in MXNet.
 mx_real_t = "float32"
@@ -52,3 +52,14 @@ class NotImplementedForSymbol(MXNetError):  # noqa: N818  (MXNet's name)
     """An NDArray-only operation (a value, an in-place op) was used on a Symbol; MXNet's name,
     kept so ``except mx.base.NotImplementedForSymbol`` works. hybridgpu raises its subclass
     ``hybridgpu.symbol.NotAvailableOnSymbol``, whose message says what to use instead."""
+
+
+class ArgumentTypeError(TypeError, AssertionError):
+    """An argument of a kind the function does not take: an NDArray op given a Symbol, a NumPy
+    array where an NDArray is needed. MXNet 1.9.1 raises ``AssertionError`` on some of these
+    paths and ``TypeError`` on others; this is both, so either ``except`` catches it.
+
+    Example:
+        >>> issubclass(ArgumentTypeError, AssertionError), issubclass(ArgumentTypeError, TypeError)
+        (True, True)
+    """

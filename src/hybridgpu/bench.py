@@ -1,23 +1,24 @@
-"""The main job: ``python -m hybridgpu bench`` prints the imperative-vs-hybridized table on
-gpu(0) if there is one, else cpu(0).
+"""The main job: ``python -m hybridgpu bench`` times each model imperatively and hybridized,
+beside a hand-written NumPy/CuPy floor, on gpu(0) if there is one, else cpu(0), and prints a
+table that says what it measured and where.
 
-Workloads (issue "The hybridized engine", benchmarks): the seed MLP (Dense 256 relu, Dense 128
-relu, Dense 2) at batch 1 and 64; a chain of 8 elementwise ops (2^24 float32 on gpu, 2^20 on
-cpu); resnet18_v1 at batch 1 (224x224 on gpu, 64x64 on cpu). Each runs imperatively and
-hybridized, beside a hand-written NumPy/CuPy floor of the same math. Times are medians of
-several repeats of many calls after a warm-up; on gpu every repeat ends with a device sync.
-Hybridized graphs are compiled (graph passes, then one generated NumPy function on cpu); on
-gpu the optimized graph runs op by op with CuPy until the CUDA backend lands.
+Workloads: the seeds' MLP (Dense 256 relu, Dense 128 relu, Dense 2 on 512 features) at batch 1
+and 64; a chain of 8 elementwise ops (2^24 float32 on gpu, 2^20 on cpu); resnet18_v1 at batch 1
+(224x224 on gpu, 64x64 on cpu so that the cpu run stays short). Each time is the median, over
+``--repeat`` timed repeats, of the mean time of many calls (after a warm-up); the min and max of
+the repeats show the spread. On cpu the BLAS thread count is fixed with threadpoolctl (default 1:
+on a small shared machine more threads oversubscribe the cores and the numbers swing).
 
 Example:
-    >>> rows = run_table(quick=True, workloads=["mlp-batch1"], progress=False)
-    >>> rows[0]["workload"], rows[0]["hybridized_us"] > 0
-    ('mlp-batch1', True)
+    >>> rows = run_table(quick=True, workloads=[("mlp", 1)], progress=False)
+    >>> rows[0]["workload"], rows[0]["hybridized_us"] > 0, len(rows[0]["hybridized_spread_us"])
+    ('mlp-batch1', True, 2)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -26,9 +27,10 @@ import time
 import numpy as np
 
 from . import gluon, nd
-from .context import cpu, gpu, num_gpus
+from .bench_env import blas_limit, device_choice, environment
+from .context import cpu
 
-__all__ = ["run_table", "format_table", "main", "WORKLOADS"]
+__all__ = ["run_table", "format_table", "main", "MODELS", "measure"]
 
 
 def _sync(ctx):
@@ -36,8 +38,10 @@ def _sync(ctx):
         nd.waitall()
 
 
-def median_seconds(fn, ctx, quick=False):
-    """Median seconds per call of ``fn`` over several timed repeats (after a warm-up)."""
+def measure(fn, ctx, repeat=7, quick=False):
+    """``(median, min, max)`` seconds per call of ``fn``: each of ``repeat`` timed repeats runs
+    ``fn`` many times (enough for ~0.2 s, ~0.02 s when ``quick``) after a warm-up call; on gpu
+    each repeat ends with a device sync."""
     fn()
     _sync(ctx)
     start = time.perf_counter()
@@ -46,13 +50,13 @@ def median_seconds(fn, ctx, quick=False):
     single = max(time.perf_counter() - start, 1e-7)
     number = max(1, min(10000, int((0.02 if quick else 0.2) / single)))
     samples = []
-    for _ in range(3 if quick else 7):
+    for _ in range(max(1, repeat)):
         start = time.perf_counter()
         for _ in range(number):
             fn()
         _sync(ctx)
         samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+    return statistics.median(samples), min(samples), max(samples)
 
 
 def seed_mlp():
@@ -64,25 +68,22 @@ def seed_mlp():
     return net
 
 
-def _mlp(batch):
-    def make(ctx):
-        net = seed_mlp()
-        net.initialize(ctx=ctx)
-        x = nd.array(np.random.RandomState(0).randn(batch, 512).astype(np.float32), ctx=ctx)
-        net(x)
-        xp, raw = ctx.xp, [(d.weight.data(ctx).handle, d.bias.data(ctx).handle) for d in net]
-        fx = x.handle
+def _mlp(ctx, batch):
+    net = seed_mlp()
+    net.initialize(ctx=ctx)
+    x = nd.array(np.random.RandomState(0).randn(batch, 512).astype(np.float32), ctx=ctx)
+    net(x)
+    xp, raw = ctx.xp, [(d.weight.data(ctx).handle, d.bias.data(ctx).handle) for d in net]
+    fx = x.handle
 
-        def floor():
-            h = fx
-            for i, (w, b) in enumerate(raw):
-                h = h @ w.T + b
-                h = xp.maximum(h, 0) if i < 2 else h
-            return h
+    def floor():
+        h = fx
+        for i, (w, b) in enumerate(raw):
+            h = h @ w.T + b
+            h = xp.maximum(h, 0) if i < 2 else h
+        return h
 
-        return net, x, floor
-
-    return make
+    return net, x, floor
 
 
 class _Chain8(gluon.HybridBlock):
@@ -94,7 +95,7 @@ class _Chain8(gluon.HybridBlock):
         return F.sqrt(y + x * x)
 
 
-def _chain(ctx):
+def _chain(ctx, batch):
     n = (1 << 24) if ctx.is_gpu else (1 << 20)
     x = nd.array(np.random.RandomState(0).rand(n).astype(np.float32), ctx=ctx)
     xp, fx = ctx.xp, x.handle
@@ -107,71 +108,168 @@ def _chain(ctx):
     return _Chain8(), x, floor
 
 
-def _resnet(ctx):
+def _resnet(ctx, batch):
     from .gluon.model_zoo import vision
 
     size = 224 if ctx.is_gpu else 64
     net = vision.resnet18_v1()
     net.initialize(ctx=ctx)
-    x = nd.array(np.random.RandomState(0).rand(1, 3, size, size).astype(np.float32), ctx=ctx)
+    x = nd.array(np.random.RandomState(0).rand(batch, 3, size, size).astype(np.float32),
+                 ctx=ctx)
     return net, x, None
 
 
-WORKLOADS = {"mlp-batch1": _mlp(1), "mlp-batch64": _mlp(64), "chain8-elementwise": _chain,
-             "resnet18_v1-batch1": _resnet}
+#: model -> (builder(ctx, batch) -> (net, x, floor or None), default batches, row name)
+MODELS = {
+    "mlp": (_mlp, (1, 64), "mlp-batch{batch}"),
+    "chain8": (_chain, (None,), "chain8-elementwise"),
+    "resnet18_v1": (_resnet, (1,), "resnet18_v1-batch{batch}"),
+}
 
 
-def _time_row(name, ctx, quick):
-    net, x, floor = WORKLOADS[name](ctx)
-    t_floor = median_seconds(floor, ctx, quick) if floor else None
-    t_imp = median_seconds(lambda: net(x), ctx, quick)
+def workloads_for(models=None, batch=None):
+    """``[(model, batch)]`` to run: every model (or those named) at its default batches, or at
+    ``batch`` where given (the elementwise chain has no batch)."""
+    out = []
+    for model in models or MODELS:
+        if model not in MODELS:
+            raise ValueError(f"unknown model {model!r}; choose from {sorted(MODELS)}")
+        defaults = MODELS[model][1]
+        batches = defaults if batch is None or defaults == (None,) else (batch,)
+        out.extend((model, b) for b in batches)
+    return out
+
+
+def _time_row(model, batch, ctx, repeat, quick):
+    build, _, row_name = MODELS[model]
+    net, x, floor = build(ctx, batch or 1)
+    t_floor = measure(floor, ctx, repeat, quick) if floor else None
+    t_imp = measure(lambda: net(x), ctx, repeat, quick)
     net.hybridize()
-    t_hyb = median_seconds(lambda: net(x), ctx, quick)
-    return {"workload": name, "device": str(ctx),
-            "floor_us": None if t_floor is None else t_floor * 1e6,
-            "imperative_us": t_imp * 1e6, "hybridized_us": t_hyb * 1e6,
-            "speedup": t_imp / t_hyb}
+    t_hyb = measure(lambda: net(x), ctx, repeat, quick)
+    us = 1e6
+    return {"workload": row_name.format(batch=batch), "device": str(ctx),
+            "input_shape": list(x.shape), "repeats": repeat,
+            "floor_us": None if t_floor is None else t_floor[0] * us,
+            "floor_spread_us": None if t_floor is None else [t_floor[1] * us, t_floor[2] * us],
+            "imperative_us": t_imp[0] * us, "imperative_spread_us": [t_imp[1] * us, t_imp[2] * us],
+            "hybridized_us": t_hyb[0] * us, "hybridized_spread_us": [t_hyb[1] * us, t_hyb[2] * us],
+            "speedup": t_imp[0] / t_hyb[0]}
 
 
-def run_table(ctx=None, quick=False, workloads=None, progress=True):
-    """Time every workload on ``ctx`` (default: gpu(0) if any, else cpu(0)); one dict a row."""
-    ctx = ctx or (gpu(0) if num_gpus() > 0 else cpu(0))
+def run_table(ctx=None, quick=False, workloads=None, progress=True, repeat=None):
+    """Time each ``(model, batch)`` of ``workloads`` (default: all at their default batches) on
+    ``ctx`` (default: gpu(0) if any, else cpu(0)); one dict a row."""
+    ctx = ctx or device_choice()[0]
+    repeat = repeat or (3 if quick else 7)
     rows = []
-    for name in workloads or WORKLOADS:
+    for model, batch in workloads or workloads_for():
         if progress:
-            print(f"[bench] {name} on {ctx} ...", file=sys.stderr, flush=True)
-        rows.append(_time_row(name, ctx, quick))
+            what = MODELS[model][2].format(batch=batch)
+            print(f"[bench] {what} on {ctx} ...", file=sys.stderr, flush=True)
+        rows.append(_time_row(model, batch, ctx, repeat, quick))
     return rows
 
 
+def _cell(median, spread):
+    if median is None:
+        return "-"
+    return f"{median:.1f} ({spread[0]:.1f}-{spread[1]:.1f})"
+
+
 def format_table(rows):
-    """The rows as a fixed-width text table."""
-    head = (f"{'workload':<20} {'device':<7} {'floor us':>9} {'imperative us':>14} "
-            f"{'hybridized us':>14} {'hybrid speedup':>15}")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        floor = "-" if r["floor_us"] is None else f"{r['floor_us']:.1f}"
-        lines.append(f"{r['workload']:<20} {r['device']:<7} {floor:>9} "
-                     f"{r['imperative_us']:>14.1f} {r['hybridized_us']:>14.1f} "
-                     f"{r['speedup']:>14.2f}x")
-    lines.append("hybridized: compiled graph (cpu: generated NumPy program; gpu: CuPy op by op "
-                 "until the CUDA-graph backend lands)")
+    """The rows as a fixed-width text table, followed by what each column means."""
+    cells = [(r["workload"], "x".join(map(str, r["input_shape"])),
+              _cell(r["floor_us"], r["floor_spread_us"]),
+              _cell(r["imperative_us"], r["imperative_spread_us"]),
+              _cell(r["hybridized_us"], r["hybridized_spread_us"]), f"{r['speedup']:.2f}x")
+             for r in rows]
+    head = ("workload", "input", "floor us", "imperative us", "hybridized us", "speedup")
+    widths = [max(len(str(c[i])) for c in [head, *cells]) for i in range(len(head))]
+    align = ["<", "<", ">", ">", ">", ">"]
+    lines = ["  ".join(f"{v:{a}{w}}" for v, a, w in zip(line, align, widths))
+             for line in [head, *cells]]
+    lines.insert(1, "-" * len(lines[0]))
+    repeats = rows[0]["repeats"] if rows else 0
+    lines += [
+        "",
+        f"Microseconds per call: median of {repeats} timed repeats (each the mean of many calls "
+        "after a warm-up),",
+        "min-max of the repeats in brackets. Columns:",
+        "  input       the input's shape (resnet18_v1 runs at 64x64 on cpu to stay short, 224x224 "
+        "on gpu)",
+        "  floor       the same math written by hand in NumPy (CuPy on gpu), no framework: the "
+        "speed to aim for",
+        "              ('-': no hand-written version)",
+        "  imperative  net(x) before hybridize(): hybrid_forward runs op by op",
+        "  hybridized  net(x) after hybridize(): traced once, compiled (cpu: one generated NumPy "
+        "function), replayed",
+        "  speedup     imperative median / hybridized median (above 1x: hybridizing is faster)",
+    ]
     return "\n".join(lines)
 
 
-def main(argv=None):
-    """Entry point of ``python -m hybridgpu bench [--json PATH] [--quick] [--cpu]``."""
-    parser = argparse.ArgumentParser(prog="python -m hybridgpu")
-    sub = parser.add_subparsers(dest="command", required=True)
-    bench = sub.add_parser("bench", help="imperative vs hybridized table")
-    bench.add_argument("--json", help="also save the rows as JSON to this path")
+def format_header(env):
+    """Lines that say what ran where: versions, commit, device and why, BLAS threads."""
+    return "\n".join([
+        f"hybridgpu {env['hybridgpu']} bench (commit {env['commit']}): python {env['python']}, "
+        f"numpy {env['numpy']}, cupy {env['cupy'] or 'not installed'}",
+        f"device: {env['device']}: {env['device_reason']}",
+        f"BLAS: {env['blas']}",
+    ])
+
+
+def _parser():
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="python -m hybridgpu",
+        description="hybridgpu: MXNet 1.x Gluon's hybrid programming model on NumPy and CuPy.")
+    parser.add_argument("--version", action="version", version=f"hybridgpu {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    bench = sub.add_parser(
+        "bench", help="time models imperatively and hybridized (the README's first command)",
+        description="Time each model imperatively and hybridized beside a hand-written floor.")
+    bench.add_argument("--model", action="append", choices=sorted(MODELS),
+                       help="model to time (repeatable; default: all)")
+    bench.add_argument("--batch", type=int, help="batch size for mlp and resnet18_v1 "
+                       "(default: mlp at 1 and 64, resnet18_v1 at 1)")
+    bench.add_argument("--repeat", type=int, help="timed repeats per cell (default 7; 3 with "
+                       "--quick); the median and min-max are shown")
+    bench.add_argument("--threads", type=int, default=1, help="BLAS threads on cpu, fixed with "
+                       "threadpoolctl (default 1; 0 leaves the library's own setting)")
+    bench.add_argument("--json", help="also save the rows and the environment to this path")
     bench.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
     bench.add_argument("--cpu", action="store_true", help="run on cpu(0) even with a GPU")
+    sub.add_parser("gpucheck", add_help=False,
+                   help="on a GPU machine: run the gpu tests, time the GPU targets beside "
+                        "PyTorch, write the JSON (see python -m hybridgpu gpucheck --help)")
+    return parser
+
+
+def main(argv=None):
+    """Entry point of ``python -m hybridgpu`` (and of the ``hybridgpu`` script)."""
+    parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["gpucheck"]:
+        from .gpucheck import main as gpucheck_main
+
+        return gpucheck_main(argv[1:])
     args = parser.parse_args(argv)
-    rows = run_table(cpu(0) if args.cpu else None, quick=args.quick)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.batch is not None and args.batch < 1 or args.repeat is not None and args.repeat < 1:
+        parser.error("--batch and --repeat must be at least 1")
+    ctx, reason = (cpu(0), "asked for with --cpu") if args.cpu else device_choice()
+    with contextlib.ExitStack() as stack:
+        blas = stack.enter_context(blas_limit(args.threads))
+        env = environment(ctx, reason, blas)
+        print(format_header(env), flush=True)
+        rows = run_table(ctx, quick=args.quick, repeat=args.repeat,
+                         workloads=workloads_for(args.model, args.batch))
     print(format_table(rows))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-                      f, indent=2)
+            json.dump({**env, "rows": rows}, f, indent=2)
     return 0

@@ -16,7 +16,7 @@ import contextlib
 import threading
 
 __all__ = ["is_recording", "is_training", "set_recording", "set_training", "training",
-           "recording"]
+           "recording", "note_read", "watching_reads", "unwatched"]
 
 
 class _State(threading.local):
@@ -25,6 +25,7 @@ class _State(threading.local):
 
     recording = False
     training = False
+    reads = None  # while a hybrid_forward is traced: the set of what its Python read
 
 
 _state = _State()
@@ -36,8 +37,12 @@ def is_recording():
 
 
 def is_training():
-    """True in train mode (``autograd.record()`` or ``autograd.train_mode()``)."""
-    return getattr(_state, "training", False)
+    """True in train mode (``autograd.record()`` or ``autograd.train_mode()``). Read while
+    a ``hybrid_forward`` is traced, it makes train mode part of that trace's key."""
+    state = _state
+    if state.reads is not None:
+        state.reads.add("training")
+    return state.training
 
 
 def set_recording(flag):
@@ -72,3 +77,45 @@ def recording(flag):
         yield
     finally:
         set_recording(old)
+
+
+def note_read(what):
+    """Record that the Python being traced read ``what`` (``'shape'``, ``'dtype'``,
+    ``'training'``): a trace that read it is run again when it changes (Symbol.shape calls this).
+    """
+    reads = _state.reads
+    if reads is not None:
+        reads.add(what)
+
+
+@contextlib.contextmanager
+def watching_reads():
+    """Scope that collects, in the set it yields, what the code inside reads (``note_read``);
+    what an inner scope collects counts for the outer one too.
+
+    Example:
+        >>> with watching_reads() as reads:
+        ...     _ = is_training()
+        >>> sorted(reads)
+        ['training']
+    """
+    outer = _state.reads
+    reads = _state.reads = set()
+    try:
+        yield reads
+    finally:
+        _state.reads = outer
+        if outer is not None:
+            outer.update(reads)
+
+
+@contextlib.contextmanager
+def unwatched():
+    """Scope whose reads are not recorded: a layer's own checks of its input's shape, which
+    only choose an error message, must not make every model retrace on a new shape."""
+    outer = _state.reads
+    _state.reads = None
+    try:
+        yield
+    finally:
+        _state.reads = outer

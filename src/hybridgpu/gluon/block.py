@@ -28,7 +28,7 @@ from collections import OrderedDict
 from .. import ndarray as nd
 from ..base import MXNetError
 from .block_scope import BlockScope
-from .parameter import Parameter, ParameterDict
+from .parameter import Parameter, ParameterDict, ParameterMissingError, ParameterNotInBlockError
 
 __all__ = ["Block", "HookHandle"]
 
@@ -202,15 +202,17 @@ class Block:
             present = {id(params[n]) for n in loaded if n in params}  # shared: any name counts
             for name in params:
                 if name not in loaded and id(params[name]) not in present:
-                    raise MXNetError(f"Parameter {name!r} is missing in file {filename!r}, "
-                                     f"which contains parameters: {sorted(loaded)[:10]}. Set "
-                                     "allow_missing=True to ignore missing parameters.")
+                    raise ParameterMissingError(
+                        f"Parameter {name!r} is missing in file {filename!r}, which contains "
+                        f"parameters: {sorted(loaded)[:10]}. Set allow_missing=True to ignore "
+                        "missing parameters.")
         for name, value in loaded.items():
             if name not in params:
                 if not ignore_extra:
-                    raise MXNetError(f"Parameter {name!r} loaded from file {filename!r} is not "
-                                     f"present in this block, which has parameters "
-                                     f"{sorted(params)[:10]}. Set ignore_extra=True to ignore.")
+                    raise ParameterNotInBlockError(
+                        f"Parameter {name!r} loaded from file {filename!r} is not present in "
+                        f"this block, which has parameters {sorted(params)[:10]}. Set "
+                        "ignore_extra=True to ignore.")
                 continue
             params[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
 

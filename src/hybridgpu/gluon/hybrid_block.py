@@ -1,37 +1,40 @@
 """``HybridBlock``: write ``hybrid_forward(F, x, **params)`` once; run it imperatively
-(``F = nd``) or, after ``hybridize()``, trace it once per input signature (``F = sym``) and
-replay the traced graph.
+(``F = nd``) or, after ``hybridize()``, trace it (``F = sym``) and replay the traced graph.
 
-The cache key is (argument structure, shapes, dtypes, context, train mode), so a new shape
-retraces instead of failing, and ``if autograd.is_training():`` inside ``hybrid_forward`` is
-never frozen into the wrong mode. Inputs are traced as variables of known shape, so
-``x.shape`` works inside ``hybrid_forward``. Each traced graph is compiled once by
-``compiler.compile_graph`` (passes, then generated NumPy code on cpu).
+Two keys (docs/gluon.md, "When hybrid_forward runs"): the *trace key* decides when the Python
+of ``hybrid_forward`` runs again: the argument structure plus only what the Python read while
+traced (input shapes, dtypes, train mode; ``modes.watching_reads``). The *compile key* (argument
+structure, shapes, dtypes, context, train mode) holds one compiled Executable each
+(``compiler.compile_graph``); a new compile key with a known trace key re-infers the traced
+graph's shapes, as MXNet does. Inputs are traced as variables of known shape, so ``x.shape``
+works inside ``hybrid_forward``; reading it makes that trace specific to the shape.
 
 Example:
     >>> import hybridgpu as mx
     >>> class Double(HybridBlock):
     ...     def hybrid_forward(self, F, x):
-    ...         print("tracing" if F is mx.sym else "imperative", x.shape)
+    ...         print("tracing" if F is mx.sym else "imperative")
     ...         return x * 2
     >>> net = Double()
     >>> net.hybridize()
     >>> net(mx.nd.ones((1, 2))).asnumpy()
-    tracing (1, 2)
+    tracing
     array([[2., 2.]], dtype=float32)
-    >>> net(mx.nd.ones((1, 2))).asnumpy()  # replayed: hybrid_forward does not run
-    array([[2., 2.]], dtype=float32)
+    >>> net(mx.nd.ones((3, 2))).shape  # a new shape: re-inferred, hybrid_forward does not run
+    (3, 2)
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 import warnings
 from collections import OrderedDict
 
 from .. import modes, random_state, symbol
 from .. import ndarray as nd
-from ..base import MXNetError
+from ..base import ArgumentTypeError, MXNetError
 from ..compiler import compile_graph
 from ..graph import Graph, InferenceError, infer_shapes, infer_types
 from ..ndarray import NDArray
@@ -39,10 +42,10 @@ from ..ops.rules import known
 from ..symbol import NotAvailableOnSymbol, Symbol
 from .block import Block
 from .nesting import flatten, regroup
-from .parameter import DeferredInitializationError
+from .parameter import DeferredInitializationError, DeferredShapeError
 from .traced_backward import run_recorded
 
-__all__ = ["HybridBlock"]
+__all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError"]
 
 #: Signatures kept per block before the oldest is dropped (with one warning).
 MAX_TRACES = 8
@@ -50,15 +53,46 @@ _HYBRIDIZE_FLAGS = ("static_alloc", "static_shape", "inline_limit", "forward_bul
                     "backward_bulk_size", "cuda_graph", "clear", "backend")
 
 
-class _Trace:
-    """One traced signature: the graph, its compiled Executable, and how values map."""
+class _Program:
+    """What running ``hybrid_forward``'s Python once produced: the traced Symbol, how its
+    variables map to inputs and Parameters, and what the Python read (its guards).
 
-    def __init__(self, graph, input_names, params, out_format, symbol_):
-        self.graph = graph
+    The trace key is the argument structure plus only what was read: a program that read no
+    shape serves every input shape (shapes are re-inferred on its graph), one that read a shape
+    serves only the shapes it was traced with; the same for dtypes and train mode."""
+
+    def __init__(self, symbol_, input_names, params, in_format, out_format, reads, flat):
+        self.symbol = symbol_
         self.input_names = input_names
         self.params = params          # [(variable name, Parameter)]
+        self.in_format = in_format
         self.out_format = out_format
-        self.symbol = symbol_         # the traced Symbol, for export
+        self.reads = frozenset(reads)
+        self.guard = self.guard_values(flat)
+
+    def guard_values(self, flat):
+        """The values of what this program read, for inputs ``flat`` and the current mode."""
+        return (tuple(a.shape for a in flat) if "shape" in self.reads else None,
+                tuple(a.dtype for a in flat) if "dtype" in self.reads else None,
+                modes.is_training() if "training" in self.reads else None)
+
+    def serves(self, in_format, flat):
+        """True when this program's Python would run the same for inputs ``flat``."""
+        return (in_format == self.in_format and len(flat) == len(self.input_names)
+                and self.guard_values(flat) == self.guard)
+
+
+class _Trace:
+    """One compile signature (shapes, dtypes, context, train mode) of a program: its graph
+    with this signature's shapes and dtypes, and its compiled Executable."""
+
+    def __init__(self, graph, program):
+        self.graph = graph
+        self.program = program
+        self.input_names = program.input_names
+        self.params = program.params
+        self.out_format = program.out_format
+        self.symbol = program.symbol  # the traced Symbol, for export
         self.executable = None        # compiled on first replay (compile_graph)
 
 
@@ -72,12 +106,42 @@ def _named_error(err, block):
 
 
 def _signature_key(in_format, flat, ctx):
-    """The trace cache key: argument structure, shapes and dtypes, context, train mode."""
+    """The compile key: argument structure, shapes and dtypes, context, train mode (one
+    Executable each; whether the Python runs again is the program's trace key)."""
     return (in_format, tuple((a._data.shape, a._data.dtype.str) for a in flat), ctx,
             modes.is_training())
 
 
 _ONE_INPUT = repr([0])  # the argument structure of the common call net(x)
+
+
+class DeferredInferenceError(InferenceError, ValueError):
+    """Shape inference failed on the first forward, while parameters wait for their shapes
+    (MXNet 1.9.1: ``ValueError``); also an InferenceError, hence an MXNetError."""
+
+
+class BlockInputError(TypeError, ValueError):
+    """A HybridBlock called with something that is neither NDArray nor Symbol (MXNet 1.9.1:
+    ``ValueError``; hybridgpu raised ``TypeError`` before, so it is both)."""
+
+
+@functools.cache
+def _input_range(hybrid_forward, param_names):
+    """``(fewest, most)`` positional inputs ``hybrid_forward`` takes after ``F``, its
+    parameters (passed by name) left out; ``most`` is huge for ``*args``."""
+    try:
+        sig = inspect.signature(hybrid_forward)
+    except (TypeError, ValueError):
+        return 0, 1 << 31
+    low = high = 0
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    for param in list(sig.parameters.values())[2:]:  # self, F
+        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+            high = 1 << 31
+        elif param.kind in positional and param.name not in param_names:
+            high += 1
+            low += param.default is inspect.Parameter.empty
+    return low, max(high, low)
 
 
 def _is_leaf(value):
@@ -96,7 +160,8 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._flags = {}
-        self._traces = OrderedDict()
+        self._traces = OrderedDict()  # compile key -> _Trace
+        self._programs = []           # _Program, newest last: runs of the Python
         self._last_trace = None
         self._trace_lock = threading.Lock()
         self._warned_cap = False
@@ -122,6 +187,7 @@ class HybridBlock(Block):
     def _clear_cache(self):
         if "_traces" in self.__dict__:
             self._traces.clear()
+            self._programs.clear()
             self._last_trace = None
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
@@ -156,8 +222,13 @@ class HybridBlock(Block):
             if out is not None:
                 return out
         if not isinstance(x, NDArray):
-            raise TypeError(f"HybridBlock requires the first argument to forward be either "
-                            f"Symbol or NDArray, but got {type(x)}")
+            raise BlockInputError(
+                f"In HybridBlock, there must be one NDArray or one Symbol in the input. Please "
+                f"check the type of the args: HybridBlock requires the first argument to forward "
+                f"be either Symbol or NDArray, but {type(self).__name__} {self.name!r} got "
+                f"{type(x)}"
+                + ("; convert it with mx.nd.array(...)" if hasattr(x, "__array__") else ""))
+        self._check_input_count(1 + len(args))
         ctx = x.context
         self._check_contexts(ctx, args)
         with ctx:
@@ -168,6 +239,23 @@ class HybridBlock(Block):
                 return self.hybrid_forward(nd, x, *args, **params)
             except MXNetError as err:
                 raise _named_error(err, self) from None
+
+    def _check_input_count(self, count):
+        """TypeError naming the block when ``count`` inputs do not fit ``hybrid_forward``
+        (Python's own message would say "got multiple values for argument 'weight'")."""
+        low, high = _input_range(type(self).hybrid_forward, tuple(self._reg_params))
+        if low <= count <= high:
+            return
+        takes = f"{low}" if low == high else f"{low} to {high}" if high < 1 << 30 else \
+            f"at least {low}"
+        try:
+            shown = f"hybrid_forward{inspect.signature(self.hybrid_forward)}"
+        except (TypeError, ValueError):
+            shown = "hybrid_forward"
+        raise TypeError(f"{type(self).__name__} {self.name!r} was called with {count} "
+                        f"input{'s' if count != 1 else ''}, but its {shown} takes {takes} after "
+                        f"F (its Parameters {sorted(self._reg_params)} are passed by name); "
+                        "pass one array for each of its inputs")
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, for ``F = nd`` and ``F = sym``; override it."""
@@ -190,23 +278,32 @@ class HybridBlock(Block):
                     return {k: v.data(ctx) for k, v in self._reg_params.items()}
                 except DeferredInitializationError:
                     self._trace(*flatten(list(args), "input", _is_leaf), ctx)
+            unused = [v.name for v in self._reg_params.values() if v._deferred_init]
+            if unused:
+                raise DeferredShapeError(
+                    f"Deferred initialization failed because shape cannot be inferred: "
+                    f"{type(self).__name__} {self.name!r} does not use Parameter(s) {unused} in "
+                    "hybrid_forward, so nothing fixes their unknown (0) dimensions; give their "
+                    "full shape when creating them") from None
             return {k: v.data(ctx) for k, v in self._reg_params.items()}
 
     def _symbol_forward(self, x, *args):
+        self._check_input_count(1 + len(args))
         params = {k: v.var() for k, v in self._reg_params.items()}
         self._traced_input = x  # lets a shape error report this layer's input shape
         try:
             with self.name_scope():
                 return self.hybrid_forward(symbol, x, *args, **params)
-        except NotAvailableOnSymbol as err:
+        except (NotAvailableOnSymbol, ArgumentTypeError) as err:
             raise self._named(err) from None
 
     def _named(self, err):
+        """``err`` (raised by NDArray-only code while tracing) naming this block."""
         message = str(err)
         if message.startswith("in HybridBlock"):
             return err
-        return NotAvailableOnSymbol(f"in HybridBlock {self.name!r} ({type(self).__name__}."
-                                    f"hybrid_forward, while tracing): {message}")
+        return type(err)(f"in HybridBlock {self.name!r} ({type(self).__name__}."
+                         f"hybrid_forward, while tracing): {message}")
 
     # -- tracing and replay -------------------------------------------------------------
     def _replay_one(self, x):
@@ -248,32 +345,67 @@ class HybridBlock(Block):
         return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
 
     def _new_trace(self, key, flat, in_format, ctx):
-        trace = self._trace(flat, in_format, ctx)
+        """The _Trace of a new compile key: the graph of a program whose guards hold for
+        these inputs, re-inferred for their shapes and dtypes, or else a new run of the
+        Python."""
+        program = next((p for p in reversed(self._programs) if p.serves(key[0], flat)), None)
+        trace = None
+        if program is not None:
+            try:
+                trace = self._specialize(program, flat)
+            except InferenceError:  # run the Python: the layers' own checks say what is wrong
+                trace = None
+        if trace is None:
+            trace = self._trace(flat, in_format, ctx)
+            self._programs.append(trace.program)
+            del self._programs[:-MAX_TRACES]
         if len(self._traces) >= MAX_TRACES:
             self._traces.popitem(last=False)
             if not self._warned_cap:
                 self._warned_cap = True
-                warnings.warn(f"HybridBlock {self.name!r} has been traced for more than "
+                warnings.warn(f"HybridBlock {self.name!r} has been compiled for more than "
                               f"{MAX_TRACES} input signatures (shapes, dtypes, contexts, train "
-                              "mode); the oldest traces are dropped and retraced when needed",
+                              "mode); the oldest are dropped and compiled again when needed",
                               stacklevel=4)
         self._traces[key] = trace
+        self._last_trace = trace
         return trace
 
     def _trace(self, flat, in_format, ctx):
-        """Trace ``hybrid_forward`` with Symbols for the arrays ``flat``; fills deferred
-        parameter shapes and finishes their initialization."""
+        """Trace ``hybrid_forward`` with Symbols for the arrays ``flat``, recording what the
+        Python reads; fills deferred parameter shapes and finishes their initialization."""
         names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         inputs = [symbol.var(n, shape=a.shape, dtype=a.dtype) for n, a in zip(names, flat)]
         grouped = regroup(inputs, in_format)
-        out = self._symbol_forward(*grouped)
+        with modes.watching_reads() as reads:
+            out = self._symbol_forward(*grouped)
         flat_out, out_format = flatten(out, "output", lambda v: isinstance(v, Symbol), _width)
         traced = symbol.Group(flat_out)
         graph = Graph(traced._outputs)
         # parameters' current shapes win over the (possibly deferred) ones their variables
         # were made with
         given = {p.name: p.shape for p in self.collect_params().values() if known(p.shape)}
-        given.update({n: a.shape for n, a in zip(names, flat)})
+        self._infer(graph, names, flat, given)
+        params = self._bind_parameters(graph)
+        for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
+            if node.name in names and node.is_variable:
+                node.extra.pop("__shape__", None)
+                node.extra.pop("__dtype__", None)
+        program = _Program(traced, names, params, repr(in_format), out_format, reads, flat)
+        trace = _Trace(graph, program)
+        self._last_trace = trace
+        return trace
+
+    def _specialize(self, program, flat):
+        """A _Trace of ``program`` for inputs ``flat`` without running the Python again:
+        shapes and dtypes inferred afresh on the traced graph (as MXNet does)."""
+        graph = Graph(program.symbol._outputs)
+        given = {p.name: p.shape for _, p in program.params if known(p.shape)}
+        self._infer(graph, program.input_names, flat, given)
+        return _Trace(graph, program)
+
+    def _infer(self, graph, names, flat, given):
+        given = {**given, **{n: a.shape for n, a in zip(names, flat)}}
         try:
             infer_types(graph, {n: a._data.dtype.name for n, a in zip(names, flat)})
         except InferenceError as err:
@@ -281,15 +413,12 @@ class HybridBlock(Block):
         try:
             infer_shapes(graph, given)
         except InferenceError as err:
-            raise self._layer_error(graph, err) from None
-        params = self._bind_parameters(graph)
-        for node in graph.nodes:  # exported files carry no input shapes, as MXNet's
-            if node.name in names and node.is_variable:
-                node.extra.pop("__shape__", None)
-                node.extra.pop("__dtype__", None)
-        trace = _Trace(graph, names, params, out_format, traced)
-        self._last_trace = trace
-        return trace
+            error = self._layer_error(graph, err)
+            if any(p._deferred_init for p in self.collect_params().values()):
+                error = DeferredInferenceError(
+                    f"Deferred initialization failed because shape cannot be inferred. {error}",
+                    err.node_name)
+            raise error from None
 
     def _layer_error(self, graph, err):
         """``err`` naming the layer that made the failing node (the descendant whose prefix

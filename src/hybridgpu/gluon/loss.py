@@ -59,6 +59,7 @@ import numbers
 
 import numpy as np
 
+from .. import modes
 from ..base import MXNetError
 from ..ndarray import NDArray
 from .hybrid_block import HybridBlock
@@ -85,6 +86,14 @@ def _shape(x):
     except MXNetError:
         return None
     return None if 0 in shape else shape
+
+
+def _checked_shape(x):
+    """``_shape(x)`` for a check that only picks an error message: not recorded as a read of
+    the trace (``modes.unwatched``), so a hybridized loss serves every batch size with one run
+    of its Python."""
+    with modes.unwatched():
+        return _shape(x)
 
 
 def _dtype(x):
@@ -146,7 +155,7 @@ class Loss(HybridBlock):
         """``x`` reshaped to ``like``'s shape (same number of elements, else an error naming
         the loss and both shapes). On Symbols: ``F.reshape_like``, so a traced graph keeps
         no batch size."""
-        got, want = _shape(x), _shape(like)
+        got, want = _checked_shape(x), _checked_shape(like)
         if got is not None and want is not None and _size(got) != _size(want):
             raise self._mismatch(what, got, want, like_what)
         if isinstance(x, NDArray):
@@ -308,7 +317,7 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def _check_sparse(self, pred, label):
         """Class indices: ``pred``'s shape without ``axis`` (or with ``axis`` of size 1)."""
-        shape, got = _shape(pred), _shape(label)
+        shape, got = _checked_shape(pred), _checked_shape(label)
         if shape is None or got is None:
             return
         axis = self._axis % len(shape)

@@ -23,14 +23,38 @@ import numpy as np
 
 from .. import autograd
 from .. import ndarray as nd
-from ..base import MXNetError, mx_real_t
+from ..base import MXNetError
 from ..context import Context, cpu, current_context
 
-__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError"]
+__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError",
+           "DeferredShapeError", "ParameterMissingError", "ParameterNotInBlockError",
+           "ParameterNotInDictError"]
 
 
 class DeferredInitializationError(MXNetError):
     """A parameter's data was asked for before its deferred initialization ran."""
+
+
+# The exception types MXNet 1.9.1 raises (which user code catches), each also an MXNetError.
+class DeferredShapeError(MXNetError, ValueError):
+    """A deferred parameter whose shape the first forward could not infer (MXNet:
+    ``ValueError``)."""
+
+
+class ParameterMissingError(MXNetError, AssertionError):
+    """A parameter of the block missing from the file being loaded (MXNet:
+    ``AssertionError``)."""
+
+
+class ParameterNotInBlockError(MXNetError, ValueError):
+    """``Block.load_parameters``: the file holds a parameter the block lacks (MXNet:
+    ``ValueError``)."""
+
+
+class ParameterNotInDictError(MXNetError, AssertionError):
+    """``ParameterDict.load``: the file holds a parameter the dict lacks (MXNet:
+    ``AssertionError``)."""
+
 
 
 def _shape_known(shape):
@@ -52,13 +76,13 @@ class Parameter:
         Parameter fc_weight (shape=(4, 0), dtype=<class 'numpy.float32'>)
     """
 
-    def __init__(self, name, grad_req="write", shape=None, dtype=mx_real_t, lr_mult=1.0,
+    def __init__(self, name, grad_req="write", shape=None, dtype=np.float32, lr_mult=1.0,
                  wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
                  stype="default", grad_stype="default"):
         self.name = name
         self._shape = None if shape is None else (
             (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
-        self.dtype = np.float32 if dtype is mx_real_t else dtype
+        self.dtype = dtype  # as given: repr shows 'float32' or <class 'numpy.float32'>, as MXNet
         self.lr_mult, self.wd_mult = lr_mult, wd_mult
         self.init = init
         self.allow_deferred_init = allow_deferred_init
@@ -147,10 +171,11 @@ class Parameter:
 
         init, contexts, default_init = self._deferred_init
         if not _shape_known(self._shape):
-            raise DeferredInitializationError(
-                f"Parameter {self.name!r}: cannot finish deferred initialization, its shape "
-                f"{self._shape} is still unknown; pass one batch through the network (or give "
-                f"in_units / in_channels when building the layer)")
+            raise DeferredShapeError(
+                f"Deferred initialization failed because shape cannot be inferred: Parameter "
+                f"{self.name!r} still has shape {self._shape} (0 = unknown) after the first "
+                "forward; use it in an op that fixes its shape, or give the shape (in_units, "
+                "in_channels, ...) when building the layer")
         data = nd.zeros(self._shape, ctx=cpu(), dtype=self.dtype)
         initializer.create(default_init)(
             initializer.InitDesc(self.name, {"__init__": init}), data)
@@ -505,15 +530,17 @@ class ParameterDict:
         if not allow_missing:
             for name in self.keys():
                 if name not in loaded:
-                    raise MXNetError(f"Parameter {name!r} is missing in file {filename!r}, "
-                                     f"which contains parameters: {_few(loaded)}. Set "
-                                     "allow_missing=True to ignore missing parameters.")
+                    raise ParameterMissingError(
+                        f"Parameter {name!r} is missing in file {filename!r}, "
+                        f"which contains parameters: {_few(loaded)}. Set "
+                        "allow_missing=True to ignore missing parameters.")
         for name, value in loaded.items():
             if name not in self._params:
                 if not ignore_extra:
-                    raise MXNetError(f"Parameter {name!r} loaded from file {filename!r} is not "
-                                     f"present in ParameterDict, choices are: {_few(self)}. "
-                                     "Set ignore_extra=True to ignore.")
+                    raise ParameterNotInDictError(
+                        f"Parameter {name!r} loaded from file {filename!r} is not present in "
+                        f"ParameterDict, choices are: {_few(self)}. Set ignore_extra=True to "
+                        "ignore.")
                 continue
             self[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
 

@@ -50,7 +50,7 @@ from ..base import MXNetError, mx_real_t
 from ..graph import Graph, infer_shapes, infer_types
 from ..ndarray import NDArray
 from ..symbol import Symbol
-from .hybrid_block import HybridBlock, _Trace
+from .hybrid_block import BlockInputError, HybridBlock, _Program, _Trace
 from .nesting import flatten, regroup
 from .parameter import ParameterDict
 
@@ -237,8 +237,9 @@ class SymbolBlock(HybridBlock):
         if isinstance(x, Symbol):
             return self._compose_inputs(x, *args)
         if not isinstance(x, NDArray):
-            raise TypeError(f"SymbolBlock requires the first argument to forward be either "
-                            f"Symbol or NDArray, but got {type(x)}")
+            raise BlockInputError(f"In HybridBlock, there must be one NDArray or one Symbol in "
+                                  f"the input. SymbolBlock {self.name!r} got {type(x).__name__} "
+                                  "as its first input")
         self._check_format([x, *args], "NDArray")
         ctx = x.context
         self._check_contexts(ctx, args)
@@ -274,6 +275,10 @@ class SymbolBlock(HybridBlock):
         dtypes = {n: a._data.dtype.name for n, a in zip(self._input_names, flat)}
         return self._graph_trace(shapes, dtypes)
 
+    def _specialize(self, program, flat):
+        """No Python to skip: a new signature just infers the wrapped graph again."""
+        return self._trace(flat, None, None)
+
     def _graph_trace(self, shapes, dtypes):
         graph = Graph(self._symbol._outputs)
         for param in self._params.values():  # loaded values win over the file's hints
@@ -283,7 +288,9 @@ class SymbolBlock(HybridBlock):
         infer_types(graph, dtypes)
         infer_shapes(graph, shapes)
         params = self._bind_parameters(graph)
-        trace = _Trace(graph, list(self._input_names), params, self._out_format, self._symbol)
+        program = _Program(self._symbol, list(self._input_names), params,
+                           repr(self._in_format), self._out_format, reads=(), flat=[])
+        trace = _Trace(graph, program)
         self._last_trace = trace
         return trace
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops, tape
+from .. import numpy_interop, ops, tape
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..ops.reshape_codes import target_shape
@@ -283,6 +283,11 @@ class NDArray:
     def __array__(self, dtype=None, copy=None):
         out = self.asnumpy()
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs: ``np.float32(2) * x`` is ``x.__rmul__``; with a NumPy array,
+        TypeError as MXNet; others run on a NumPy copy (``hybridgpu.numpy_interop``)."""
+        return numpy_interop.ndarray_ufunc(NDArray, ufunc, method, inputs, kwargs)
 
     def __dlpack__(self, *args, **kwargs):
         return self._data.__dlpack__(*args, **kwargs)

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from ..base import MXNetError
+from ..base import ArgumentTypeError, MXNetError
 from ..context import Context
 from ..ops.calling import bind_arguments, functions_of, namespace_of, signature
 from .imperative import invoke
@@ -44,9 +44,21 @@ def select_inputs(op, inputs, attrs, is_input, kind):
         if value is None:
             raise MXNetError(f"{op.name}: input {name!r} is missing")
         if not is_input(value):
-            raise TypeError(f"{op.name}: input {name!r} must be an {kind}, got "
-                            f"{type(value).__name__}")
+            raise ArgumentTypeError(_wrong_input(op, name, value, kind))
     return values
+
+
+def _wrong_input(op, name, value, kind):
+    """Why ``value`` cannot be input ``name`` of ``op`` (and, for a Symbol, what to call)."""
+    got = type(value).__name__
+    message = f"{op.name}: input {name!r} must be an {kind}, got {got}"
+    if got == "Symbol":
+        return (f"{message}: nd.{op.name} was called while hybrid_forward is traced with "
+                f"Symbols; write F.{op.name}(...) instead: F is mx.nd when the block runs "
+                f"imperatively and mx.sym when it is hybridized, so F.{op.name} works in both")
+    if hasattr(value, "__array__"):
+        return f"{message}; convert it with mx.nd.array(...) first"
+    return message
 
 
 def make_function(op, name):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import numbers
 
-from .. import attribute, ops
+from .. import attribute, modes, numpy_interop, ops
 from .. import name as naming
 from ..base import MXNetError, NotImplementedForSymbol
 from ..graph import Entry, Graph, Node, infer_shapes, infer_types, unknown_inputs
@@ -198,7 +198,7 @@ class Symbol:
         if isinstance(index, str):
             matches = [i for i, n in enumerate(self.list_outputs()) if n == index]
             if not matches:
-                raise ValueError(f"Cannot find output that matches name {index!r}; outputs "
+                raise ValueError(f'Cannot find output that matches name "{index}"; outputs '
                                  f"are {self.list_outputs()}")
             if len(matches) > 1:
                 raise ValueError(f"There are multiple outputs with name {index!r}")
@@ -224,8 +224,11 @@ class Symbol:
         return self._outputs[0].node
 
     def attr(self, key):
-        """The attribute ``key`` of this symbol's node as a string, or None."""
-        return _listed(self._single_node("attr")).get(key)
+        """The attribute ``key`` of this symbol's node as a string, or None (always None on a
+        group of several nodes, as in MXNet)."""
+        if self.name is None:
+            return None
+        return _listed(self._outputs[0].node).get(key)
 
     def list_attr(self, recursive=False):
         """The node's attributes (strings). ``recursive=True`` is gone since MXNet 1.x: use
@@ -307,6 +310,7 @@ class Symbol:
         return self._infer_shape(args, kwargs, partial=True)
 
     def _infer_shape(self, args, kwargs, partial):
+        modes.note_read("shape")
         given = self._given("infer_shape", args, kwargs)
         for key, shape in given.items():
             if shape is not None and not isinstance(shape, (tuple, list)):
@@ -330,6 +334,7 @@ class Symbol:
         """Like ``infer_type`` but unknown types come back as None."""
         import numpy as np
 
+        modes.note_read("dtype")
         given = self._given("infer_type", args, kwargs)
         graph = self._graph()
         infer_types(graph, {k: np.dtype(v).name for k, v in given.items() if v is not None})
@@ -363,15 +368,32 @@ class Symbol:
     @property
     def shape(self):
         """The output's shape, inferred from the variables' shapes (``sym.var(shape=...)``);
-        MXNetError naming the variables without a shape when it cannot be known."""
+        MXNetError naming the variables without a shape when it cannot be known. Read inside a
+        traced ``hybrid_forward``, it makes the input shapes part of that trace's key."""
+        modes.note_read("shape")
         return self._inferred("shape", self._graph(),
                               lambda graph, given: infer_shapes(graph, given, use_cache=True))
 
     @property
+    def ndim(self):
+        """``len(self.shape)`` (hybridgpu's addition, like ``shape``; a shape read)."""
+        return len(self.shape)
+
+    @property
+    def size(self):
+        """The number of elements, ``prod(self.shape)`` (a shape read, like ``shape``)."""
+        size = 1
+        for dim in self.shape:
+            size *= dim
+        return size
+
+    @property
     def dtype(self):
-        """The output's dtype (a NumPy type), inferred from the variables' dtypes."""
+        """The output's dtype (a NumPy type), inferred from the variables' dtypes. Read inside
+        a traced ``hybrid_forward``, it makes the input dtypes part of that trace's key."""
         import numpy as np
 
+        modes.note_read("dtype")
         return np.dtype(self._inferred("dtype", self._graph(), infer_types)).type
 
     def _inferred(self, what, graph, infer):
@@ -439,6 +461,23 @@ class Symbol:
     wait_to_read = _no_value("wait_to_read", "nothing needs waiting for in a graph")
     __bool__ = _no_value("bool()", "branch with F.where(cond, x, y) instead of Python if")
     __setitem__ = _no_value("item assignment", "build a new Symbol (F.where, F.concat, ...)")
+
+    def __array__(self, dtype=None, copy=None):
+        raise NotAvailableOnSymbol(
+            f"NumPy conversion (np.asarray, np.array) is not available on Symbol "
+            f"{self.name or '(group)'}: a Symbol has no value while the graph is built (inside "
+            "a hybridized hybrid_forward); compute with F.* functions and call asnumpy() on the "
+            "NDArray result")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        result = numpy_interop.scalar_operator(Symbol, ufunc, method, inputs, kwargs)
+        if result is not None:  # np.float32(2) * x
+            return result
+        raise NotAvailableOnSymbol(
+            f"NumPy's {ufunc.__name__} cannot take Symbol {self.name or '(group)'}: a Symbol "
+            f"has no value while the graph is built (inside a hybridized hybrid_forward); "
+            f"write F.{ufunc.__name__}(x) instead of np.{ufunc.__name__}(x): F is mx.nd when "
+            "the block runs imperatively and mx.sym when it is hybridized")
 
     __hash__ = object.__hash__
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numbers
 
+from ... import modes
 from ...base import MXNetError
 from ..hybrid_block import HybridBlock
 
@@ -65,9 +66,12 @@ def _check_layout(layer, layout, count):
 
 
 def _input_shape(x):
-    """The shape of an NDArray or a Symbol, or None when a Symbol's shape is not known."""
+    """The shape of an NDArray or a Symbol, or None when a Symbol's shape is not known. Only
+    checks read it, so a trace does not depend on it (``modes.unwatched``): a hybridized layer
+    does not run its Python again for a new input shape."""
     try:
-        return tuple(x.shape)
+        with modes.unwatched():
+            return tuple(x.shape)
     except MXNetError:
         return None
 

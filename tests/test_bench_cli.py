@@ -1,0 +1,102 @@
+"""The main job, ``python -m hybridgpu bench``: its options, its table, what it records, and
+that it fixes the BLAS thread count."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hybridgpu import bench, bench_env
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "hybridgpu", *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_bare_command_prints_help_and_succeeds():
+    out = run_cli()
+    assert out.returncode == 0, out.stderr
+    assert "usage: python -m hybridgpu" in out.stdout and "bench" in out.stdout
+
+
+def test_version_flag_prints_the_package_version():
+    import hybridgpu
+
+    out = run_cli("--version")
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"hybridgpu {hybridgpu.__version__}"
+
+
+def test_bench_rejects_unknown_model_and_bad_batch():
+    assert run_cli("bench", "--model", "vgg99").returncode == 2
+    bad = run_cli("bench", "--batch", "0")
+    assert bad.returncode == 2 and "--batch" in bad.stderr
+
+
+def test_bench_prints_device_reason_threads_spread_and_legend(tmp_path):
+    path = tmp_path / "out.json"
+    out = run_cli("bench", "--cpu", "--quick", "--model", "mlp", "--batch", "3", "--repeat",
+                  "2", "--json", str(path))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "device: cpu(0): asked for with --cpu" in text
+    assert "1 thread(s) (fixed to 1 with threadpoolctl" in text
+    row = next(line for line in text.splitlines() if line.startswith("mlp-batch3"))
+    assert "3x512" in row and row.count("(") == 3 and row.count("-") >= 3  # min-max spreads
+    for column in ("floor", "imperative", "hybridized", "speedup"):
+        assert f"  {column} " in text
+    saved = json.loads(path.read_text())
+    assert saved["blas_threads"] == 1 and saved["device"] == "cpu(0)"
+    assert len(saved["commit"]) in (40, 7) or saved["commit"] == "unknown"
+    assert saved["numpy"] and saved["python"] and saved["hybridgpu"]
+    (row,) = saved["rows"]
+    assert row["workload"] == "mlp-batch3" and row["input_shape"] == [3, 512]
+    assert row["repeats"] == 2
+    low, high = row["hybridized_spread_us"]
+    assert low <= row["hybridized_us"] <= high
+
+
+def test_blas_limit_sets_and_restores_the_thread_count():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    before = [p["num_threads"] for p in threadpoolctl.threadpool_info()
+              if p["user_api"] == "blas"]
+    if not before:
+        pytest.skip("NumPy links no BLAS that threadpoolctl can see")
+    with bench_env.blas_limit(1) as blas:
+        inside = [p["num_threads"] for p in threadpoolctl.threadpool_info()
+                  if p["user_api"] == "blas"]
+        assert set(inside) == {1} and blas["threads"] == 1
+    after = [p["num_threads"] for p in threadpoolctl.threadpool_info()
+             if p["user_api"] == "blas"]
+    assert after == before
+
+
+def test_workloads_for_applies_batch_to_batched_models_only():
+    assert bench.workloads_for() == [("mlp", 1), ("mlp", 64), ("chain8", None),
+                                     ("resnet18_v1", 1)]
+    assert bench.workloads_for(["mlp", "chain8"], 8) == [("mlp", 8), ("chain8", None)]
+    with pytest.raises(ValueError, match="unknown model 'vgg'"):
+        bench.workloads_for(["vgg"])
+
+
+def test_measure_returns_median_within_its_spread():
+    from hybridgpu import cpu
+
+    calls = []
+    median, low, high = bench.measure(lambda: calls.append(1), cpu(0), repeat=3, quick=True)
+    assert 0 < low <= median <= high and len(calls) > 3
+
+
+def test_device_choice_says_why_cpu_without_a_gpu():
+    from hybridgpu.context import num_gpus
+
+    ctx, reason = bench_env.device_choice()
+    if num_gpus() == 0:
+        assert str(ctx) == "cpu(0)"
+        assert "CuPy" in reason and ("not installed" in reason or "no CUDA" in reason)
+    else:
+        assert str(ctx) == "gpu(0)" and "sees" in reason
