@@ -27,6 +27,7 @@ LAYERS = (
     "base",           # MXNetError, the dtype-flag table
     "limits",         # size caps for what files ask to allocate
     "safe_text",      # names from files made safe to print or generate
+    "numpy_interop",  # what NumPy may do with NDArrays (ufuncs, mixing)
     "ops",            # the op registry: imports nothing but the modules above
     "graph",          # the IR, inference, the reference interpreter
     "modes",          # recording / train-mode flags
@@ -49,7 +50,7 @@ LAYERS = (
     "model", "callback", "module", "test_utils",   # mx.model checkpoints, mx.mod
     "mxnet_surface",  # MXNet 1.9.1's top-level names, for the package's __getattr__
     "hybridgpu",      # the package's __init__: the public surface
-    "bench", "gpucheck", "__main__",
+    "bench_env", "bench", "gpucheck", "__main__",
 )
 
 #: Imports allowed against the order for now, each (importer module, imported module) with why.

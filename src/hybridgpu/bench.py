@@ -250,11 +250,6 @@ def _parser():
 def main(argv=None):
     """Entry point of ``python -m hybridgpu`` (and of the ``hybridgpu`` script)."""
     parser = _parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["gpucheck"]:
-        from .gpucheck import main as gpucheck_main
-
-        return gpucheck_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
