@@ -9,7 +9,7 @@ is_train)`` is the hook ``compiler.pipeline.compile_graph`` calls for cpu contex
 
 How values are stored:
 
-* an op with a lowering rule (``lowering_cpu.LOWERINGS``) writes with ``out=`` into a
+* an op with a lowering (``node.op.lowering_for("array")``) writes with ``out=`` into a
   preallocated buffer; buffers are reused once every value (and view) in them is dead, and an
   elementwise op may overwrite a dying input in place. Graph outputs are the exception: they are
   written into arrays allocated fresh each call, so no later call overwrites a result.
@@ -56,11 +56,11 @@ import numpy as np
 
 from ...graph.printer import format_node
 from ...ops.rules import known
-from .lowering_cpu import HELPERS, Site, const_name, rule_for
+from .site import Site, const_name, lowering_of
 
 __all__ = ["Program", "generate", "build_cpu_executable", "Namespace"]
 
-_BUILDER_NAMES = ("np", "bind", "owned", "single", "inputs", "rng", "forward", *HELPERS)
+_BUILDER_NAMES = ("np", "bind", "owned", "single", "inputs", "rng", "forward")
 #: A graph output that may share memory with more than this many arrays is copied outright.
 _MAX_OWNED_CHECKS = 8
 
@@ -195,9 +195,9 @@ class _Module:
         self.constants = {}             # (repr, dtype name) -> (name, line)
         self.lines = []                 # views and definitions
         self.binds = []                 # ``x_compute = bind(op_X, ...)`` lines
-        self.namespace = {"np": np, "bind": _bind, "owned": _owned, "single": _single,
-                          **HELPERS}
+        self.namespace = {"np": np, "bind": _bind, "owned": _owned, "single": _single}
         self._views = {}                # (base, shape) -> name
+        self._helpers = {}              # id(function) -> its name in the namespace
         self._ops = {}                  # id(OpDef) -> its name in the namespace
 
     def bind(self, hint, op, attrs):
@@ -241,6 +241,13 @@ class _Module:
 
     def is_static(self, name):
         return name in self.static
+
+    def helper(self, fn):
+        name = self._helpers.get(id(fn))
+        if name is None:
+            name = self._helpers[id(fn)] = self.names.name(fn.__name__)
+            self.namespace[name] = fn
+        return name
 
     def temp(self, hint):
         return self.names.name(hint)
@@ -318,12 +325,18 @@ class _Generator:
                 continue
             site = self._site(i, node)
             try:
-                rule = rule_for(site) if site is not None else None
-            except Exception:  # a rule that cannot judge these attributes: call compute
-                rule = None
+                rule = lowering_of(site) if site is not None else None
+                scratch = rule.scratch_buffers(site) if rule is not None else []
+                private = rule.private_buffers(site) if rule is not None else []
+            except Exception:  # a lowering that cannot judge these attributes: call compute
+                rule, scratch, private = None, [], []
             self.sites[i] = (rule, site)
-            if rule is not None and rule.scratch is not None:
-                for k, (shape, dtype) in enumerate(rule.scratch(site)):
+            if private:
+                site.privates = [self.module.define(
+                    f"{node.name}_private{k}", f"np.zeros({tuple(shape)!r}, "
+                    f"{_dtype_expr(np.dtype(dtype))})") for k, (shape, dtype) in enumerate(private)]
+            if scratch:
+                for k, (shape, dtype) in enumerate(scratch):
                     key = ("scratch", i, k)
                     self.values[key] = _Value(key, self.names.name(f"{node.name}_scratch{k}"),
                                               tuple(shape), np.dtype(dtype), "slot",
