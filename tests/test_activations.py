@@ -57,7 +57,7 @@ def test_activation_and_plain_op_share_cuda_and_gradient():
         assert act.cuda[name] == ops.get(name).cuda
         x = nd.array([-3.0, -0.5, 0.25, 4.0], dtype="float64")
         grads = []
-        for fn in (lambda v: nd.Activation(v, act_type=name), getattr(nd, name)):
+        for fn in (lambda v, n=name: nd.Activation(v, act_type=n), getattr(nd, name)):
             x.attach_grad()
             with mx.autograd.record():
                 y = fn(x)
