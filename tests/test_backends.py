@@ -123,7 +123,7 @@ def test_arena_outputs_are_planned_never_reused_and_copied_out():
     outs = [g.key(e) for e in g.outputs]
     assert not plan.fresh and plan.output_copies == [0, 1, 2]
     assert all(k in plan.storage for k in outs[:2])
-    assert plan.ends[outs[0]] == len(g.nodes) and not plan.inplace.get(outs[1]) == outs[0]
+    assert plan.ends[outs[0]] == len(g.nodes) and plan.inplace.get(outs[1]) != outs[0]
     plan.check()
 
 

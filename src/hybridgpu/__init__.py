@@ -13,7 +13,7 @@ from . import (
     autograd,
     base,
     context,
-    executor,  # registers the backends with the compiler
+    executor,  # noqa: F401  (registers the backends with the compiler)
     gluon,
     initializer,
     lr_scheduler,
