@@ -336,23 +336,36 @@ def _pointwise(site):
         pad)
 
 
-def _conv_scratch(site):
-    """The column matrix (C, *kernel, N, *out), and the (F, N*out) product when N > 1."""
+def _padded_shape(site):
+    """The zero-padded input's shape, or None without padding."""
+    pad = _geometry("Convolution", site.attrs)[3]
+    if not any(pad):
+        return None
+    n, c, *spatial = site.in_shapes[0]
+    return (n, c, *(s + 2 * p for s, p in zip(spatial, pad)))
+
+
+def _conv_buffers(site):
+    """``{role: (shape, dtype)}`` of the buffers used during the node: the zero-padded input,
+    the column matrix (C, *kernel, N, *out), and the (F, N*out) product when N > 1."""
     (n, c, *_), (_, f, *out_sp) = site.in_shapes[0], site.out_shapes[0]
     kernel, dtype = tuple(site.attrs["kernel"]), site.out_dtypes[0]
-    need = [] if _pointwise(site) else [((c, *kernel, n, *out_sp), dtype)]
+    need = {}
+    if _padded_shape(site) is not None:
+        need["padded"] = (_padded_shape(site), site.in_dtypes[0])
+    if not _pointwise(site):
+        need["cols"] = ((c, *kernel, n, *out_sp), dtype)
     if n > 1:  # the product comes out (F, N, ...) and is then moved to (N, F, ...)
-        need.append(((f, n * math.prod(out_sp)), dtype))
+        need["product"] = ((f, n * math.prod(out_sp)), dtype)
     return need
 
 
-def _conv_private(site):
-    """The zero-padded input, its border zeroed once and kept."""
-    pad = _geometry("Convolution", site.attrs)[3]
-    if not any(pad):
-        return []
-    n, c, *spatial = site.in_shapes[0]
-    return [((n, c, *(s + 2 * p for s, p in zip(spatial, pad))), site.in_dtypes[0])]
+def _conv_scratch(site):
+    return list(_conv_buffers(site).values())
+
+
+def _scratch_named(site):
+    return dict(zip(_conv_buffers(site), site.scratch))
 
 
 def im2col_views(cols, src, kernel, stride, dilate):
@@ -371,24 +384,41 @@ def im2col_index(cols, kernel, stride, dilate):
         for offs in _offsets(kernel)]
 
 
+def _padding_lines(site, padded):
+    """Lines that zero the border of ``padded`` (a scratch buffer other nodes reuse) and copy
+    the input inside it."""
+    xp, x, o = site.xp, site.ins[0], site.outs[0]
+    pad = _geometry("Convolution", site.attrs)[3]
+    spatial = site.in_shapes[0][2:]
+    inner = ", ".join(f"{p}:{p + s}" for s, p in zip(spatial, pad))
+    borders = []
+    for d, p in enumerate(pad):
+        if p:
+            lead = ":, " * (2 + d)
+            borders += [f"{padded}[{lead}:{p}]", f"{padded}[{lead}{p + spatial[d]}:]"]
+    border, edge = site.define(f"{o}_border", f"[{', '.join(borders)}]"), site.temp("edge")
+    return [f"for {edge} in {border}:", f"    {edge}.fill(0)",
+            f"{xp}.copyto({site.define(f'{padded}_inner', f'{padded}[:, :, {inner}]')}, {x})"]
+
+
 def _im2col_lines(site, cols):
     """Lines that fill ``cols`` (C, *kernel, N, *out) with the windows of the padded input."""
     xp, x, o = site.xp, site.ins[0], site.outs[0]
-    kernel, stride, dilate, pad = _geometry("Convolution", site.attrs)
+    kernel, stride, dilate, _ = _geometry("Convolution", site.attrs)
     lines, src = [], x
-    if any(pad):
-        src = site.privates[0]
-        inner = ", ".join(f"{p}:{p + s}" for s, p in zip(site.in_shapes[0][2:], pad))
-        lines.append(f"{xp}.copyto({site.define(f'{src}_inner', f'{src}[:, :, {inner}]')}, {x})")
+    padded = _scratch_named(site).get("padded")
+    if padded is not None:
+        lines, src = _padding_lines(site, padded), padded
     geometry = f"{kernel!r}, {stride!r}, {dilate!r}"
+    column, part = site.temp("column"), site.temp("window")
     if site.is_static(src):
         pairs = site.define(f"{o}_windows",
                             f"{site.helper(im2col_views)}({cols}, {src}, {geometry})")
-        return lines + [f"for column, window in {pairs}:", f"    {xp}.copyto(column, window)"]
+        return lines + [f"for {column}, {part} in {pairs}:", f"    {xp}.copyto({column}, {part})"]
     pairs = site.define(f"{o}_windows", f"{site.helper(im2col_index)}({cols}, {geometry})")
     image = site.temp(f"{x}_cnhw")
-    return lines + [f"{image} = {x}.swapaxes(0, 1)", f"for column, index in {pairs}:",
-                    f"    {xp}.copyto(column, {image}[index])"]
+    return lines + [f"{image} = {x}.swapaxes(0, 1)", f"for {column}, {part} in {pairs}:",
+                    f"    {xp}.copyto({column}, {image}[{part}])"]
 
 
 def _conv_emit(site):
@@ -397,17 +427,18 @@ def _conv_emit(site):
     groups, pixels = site.attrs["num_group"], math.prod(out_sp)
     depth = c // groups * math.prod(site.attrs["kernel"])
     lead = () if groups == 1 else (groups,)  # one 2-D product, or one per group
+    scratch = _scratch_named(site)
     if _pointwise(site):
         lines, cols = [], site.view(site.ins[0], (*lead, depth, pixels))
     else:
-        lines = _im2col_lines(site, site.scratch[0])
-        cols = site.view(site.scratch[0], (*lead, depth, n * pixels))
+        lines = _im2col_lines(site, scratch["cols"])
+        cols = site.view(scratch["cols"], (*lead, depth, n * pixels))
     weight = site.view(w, (*lead, f // groups, depth))
     if n == 1:
         lines.append(f"{xp}.matmul({weight}, {cols}, "
                      f"out={site.view(o, (*lead, f // groups, pixels))})")
     else:
-        product = site.scratch[-1]
+        product = scratch["product"]
         lines.append(f"{xp}.matmul({weight}, {cols}, out="
                      f"{site.view(product, (*lead, f // groups, n * pixels))})")
         moved = site.define(f"{o}_nchw", f"{product}.reshape({(f, n, *out_sp)!r}).swapaxes(0, 1)")
@@ -418,8 +449,7 @@ def _conv_emit(site):
     return lines
 
 
-_CONV_LOWERING = Lowering(_conv_emit, _conv_lowers, scratch=_conv_scratch,
-                          private=_conv_private)
+_CONV_LOWERING = Lowering(_conv_emit, _conv_lowers, scratch=_conv_scratch)
 
 
 register(OpDef(

@@ -94,7 +94,8 @@ class MemoryPlan:
     dtype)]``; ``private``: node index -> ``[(shape, dtype)]``; ``skipped``: outputs nobody
     reads, never written; ``unplanned``: keys of unknown size (allocated per call);
     ``output_copies``: output positions to copy before returning; ``ends``: value key -> the
-    last node that needs its memory. ``naive_bytes`` is one buffer per value;
+    last node that needs its memory. ``naive_bytes`` is one buffer per value (and per scratch
+    or private buffer);
     ``planned_bytes`` the buffers, the private buffers and the fresh outputs.
     """
 
@@ -214,6 +215,7 @@ class _Planner:
                     self.slots.add(key)
             if mem.private:
                 plan.private[i] = [(tuple(s), np.dtype(t)) for s, t in mem.private]
+                plan.naive_bytes += sum(_nbytes(s, t) for s, t in plan.private[i])
 
     def _lifetimes(self):
         plan, end_of_program = self.plan, len(self.graph.nodes)
@@ -234,6 +236,7 @@ class _Planner:
             if mem is None:
                 continue
             for shape, dtype in mem.scratch:  # first: it dies here, so outputs cannot take it
+                plan.naive_bytes += _nbytes(shape, dtype)
                 buf = self._take(i, _nbytes(shape, dtype), i)
                 plan.scratch.setdefault(i, []).append((buf, tuple(shape), np.dtype(dtype)))
             for k in range(node.num_outputs):
