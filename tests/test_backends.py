@@ -166,6 +166,12 @@ def test_the_cpu_backend_keeps_the_flags_it_was_built_with():
     net(mx.nd.array(x))
     exe = net._last_trace.executable
     assert isinstance(exe, CpuExecutable) and exe.flags["static_alloc"] is True
+    data = mx.nd.array(x)
+    data.attach_grad()
+    with mx.autograd.record():  # the forward-with-saves and backward graphs get them too
+        net(data).sum().backward()
+    (compiled,) = net._last_trace.backward_plans.values()
+    assert compiled.forward.flags["static_alloc"] and compiled.backward.flags["static_alloc"]
 
 
 def test_a_node_memory_policy_can_refuse_in_place():

@@ -4,19 +4,21 @@ NumPy, which ``executor.cpu.CpuExecutable`` compiles once and replays.
 ``generate(graph, plan, is_train)`` returns a ``Program``: the source (module-level constants,
 preallocated buffers and views, then ``def forward(inputs, rng)``), the objects the source
 names but does not create (``np``, ``bind``, ``owned`` and the OpDefs ``op_<Name>``), and a map
-from source lines to graph nodes (for error messages). ``build_cpu_executable(graph, plan, ctx,
-is_train)`` is the hook ``compiler.pipeline.compile_graph`` calls for cpu contexts.
+from source lines to graph nodes (for error messages). ``plan`` is the pipeline's MemoryPlan,
+made with ``CpuMemoryPolicy``: the program allocates exactly its buffers.
+``build_cpu_executable(graph, plan, ctx, is_train)`` builds with the backend registered for
+cpu (``executor/cpu.py``).
 
-How values are stored:
+How values are stored (the plan decides; the generator only names and emits):
 
-* an op with a lowering (``node.op.lowering_for("array")``) writes with ``out=`` into a
-  preallocated buffer; buffers are reused once every value (and view) in them is dead, and an
-  elementwise op may overwrite a dying input in place. Graph outputs are the exception: they are
-  written into arrays allocated fresh each call, so no later call overwrites a result.
+* an op with a lowering (``node.op.lowering_for("array")``, see ``site.lowering_of``) writes
+  with ``out=`` into its planned buffer, in place over a dying input where its lowering
+  allows it; graph outputs are written into arrays allocated fresh each call, so no later call
+  overwrites a result.
 * any other op calls its ``OpDef.compute`` (``bind`` fixes ``np`` and the attributes); its
-  results may be views of its inputs, so the inputs' buffers stay alive while they live, and a
-  graph output that may share memory with a buffer, an input or another output is copied
-  (``owned``).
+  results may be views of its inputs (``OpDef.views``), so the inputs' buffers stay alive while
+  they live, and a graph output that may share memory with a buffer, an input or another
+  output is copied (``owned``).
 
 Names follow the graph: a node's output 0 is named after the node (``dense0_fwd``), other
 outputs ``<node>_<output name>``, made safe identifiers and unique; each node's lines follow a
