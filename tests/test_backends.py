@@ -184,3 +184,20 @@ def test_a_node_memory_policy_can_refuse_in_place():
     infer_types(g, {"x": "float32"})
     infer_shapes(g, {"x": (16,)})
     assert plan_memory(g).inplace and not plan_memory(g, policy=NoInPlace()).inplace
+
+
+def test_private_buffers_are_planned_apart_and_counted():
+    class Private(MemoryPolicy):
+        def node(self, graph, i):
+            return NodeMemory("out", (), [((4,), "float32")], [((8,), "float64")])
+
+    x = mx.sym.var("x")
+    g = Graph(mx.sym.sum(mx.sym.exp(mx.sym.relu(x)))._outputs)
+    infer_types(g, {"x": "float32"})
+    infer_shapes(g, {"x": (16,)})
+    plain, plan = plan_memory(g), plan_memory(g, policy=Private())
+    assert plan.private_bytes == 3 * 64 and set(plan.private) == {1, 2, 3}
+    assert plan.buffer_bytes == sum(plan.buffers) + 3 * 64
+    assert all(len(bufs) == 1 for bufs in plan.scratch.values())
+    assert plan.naive_bytes == plain.naive_bytes + 3 * (64 + 16)
+    plan.check()

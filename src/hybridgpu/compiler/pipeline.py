@@ -96,7 +96,9 @@ class Executable:
 
 
 class InterpretedExecutable(Executable):
-    """Runs the graph with the reference interpreter (the fallback of every backend)."""
+    """Runs the graph with the reference interpreter (the fallback of every backend): each
+    op's compute allocates its results, so the plan is not used (beyond ``output_copies``),
+    and the hybridize flags change nothing."""
 
     def __init__(self, graph, ctx, is_train, plan=None):
         self.graph = graph
@@ -187,6 +189,11 @@ def backend_for(device_type, flags=None):
     return _BACKENDS.get(device_type, INTERPRETER)
 
 
+def _build(backend, graph, plan, ctx, is_train, flags):
+    """The one place an Executable is made: the backend's ``build`` on the planned graph."""
+    return backend.build(graph, plan, ctx, is_train, flags)
+
+
 def compile_graph(graph, ctx, is_train, flags=None):
     """An Executable of ``graph`` for ``ctx``: the backend's passes, a memory plan, then the
     backend's executable (see the module docstring). ``graph`` itself is not changed."""
@@ -202,7 +209,7 @@ def compile_graph(graph, ctx, is_train, flags=None):
     stats["plan_memory"] = (len(graph), time.perf_counter() - start)
     if debug:
         plan.check()
-    executable = backend.build(graph, plan, ctx, is_train, flags)
+    executable = _build(backend, graph, plan, ctx, is_train, flags)
     executable.plan = plan
     executable.flags = flags
     executable.passes = [*names, "plan_memory"]
