@@ -130,3 +130,21 @@ def test_leaky_relu_dispatches_to_the_function_definitions():
         got = nd.LeakyReLU(nd.array(x, dtype="float64"), act_type=act, slope=0.3).asnumpy()
         np.testing.assert_array_equal(got, FUNCTIONS[act].compute(np, x, slope=0.3))
         assert ops.get("LeakyReLU").cuda[act] == FUNCTIONS[act].cuda
+
+
+def test_sigmoid_inside_a_fused_group_uses_a_scratch_buffer():
+    from hybridgpu.compiler.passes import fuse_elementwise
+    from hybridgpu.graph import evaluate
+
+    x = mx.sym.var("x")
+    y = mx.sym.Activation(x * 3 - 1, act_type="sigmoid") * 2 + mx.sym.sigmoid(x)
+    graph = Graph(y._outputs)
+    infer_types(graph, {"x": "float32"})
+    infer_shapes(graph, {"x": (4, 5)})
+    fused = fuse_elementwise(graph)
+    exe = build_cpu_executable(fused, None, mx.cpu(), is_train=False)
+    assert exe.program.lowered == [fused.nodes[-1].name] and exe.program.fallback == []
+    assert exe.source.count("np.exp(") == 4  # two per sigmoid, into the output and a scratch
+    values = {"x": np.random.RandomState(2).uniform(-200, 200, (4, 5)).astype(np.float32)}
+    got = _no_warnings(lambda: exe(dict(values))[0])
+    np.testing.assert_array_equal(got, evaluate(fused, dict(values), np)[0])
