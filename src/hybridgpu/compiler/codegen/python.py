@@ -118,8 +118,7 @@ class _Value:
     dtype: np.dtype | None
     storage: str = "alias"
     roots: frozenset = frozenset()
-    last: int = -1
-    end: int = -1
+    last: int = -1          # the last node that needs its memory (the plan's ``ends``)
     slot: int | None = None
     inplace: bool = False   # took over the buffer of an input dying at its node
 
@@ -130,8 +129,9 @@ class _Value:
 
 @dataclass
 class _Slot:
+    """One buffer of the plan and the values laid out in it, in program order."""
+
     capacity: int
-    end: int
     members: list = field(default_factory=list)
 
 
@@ -370,14 +370,14 @@ class _Generator:
                 self.values[key] = v
 
     def _slots(self):
-        slots = [_Slot(size, -1) for size in self.plan.buffers]
+        slots = [_Slot(size) for size in self.plan.buffers]
         members = [(v.key[0], v.key[1], v) for v in self.values.values() if v.storage == "slot"]
         for i, bufs in self.plan.scratch.items():
             name = self.graph.nodes[i].name
             for k, (buf, shape, dtype) in enumerate(bufs):
                 key = ("scratch", i, k)
                 v = self.values[key] = _Value(key, self.names.name(f"{name}_scratch{k}"), shape,
-                                              dtype, "slot", frozenset([key]), i, i, buf)
+                                              dtype, "slot", frozenset([key]), i, buf)
                 members.append((i, -1, v))  # before the node's outputs
         for _, _, v in sorted(members, key=lambda m: m[:2]):
             slots[v.slot].members.append(v)
