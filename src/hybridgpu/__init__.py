@@ -13,6 +13,7 @@ from . import (
     autograd,
     base,
     context,
+    executor,  # noqa: F401  (registers the backends with the compiler)
     gluon,
     image,
     initializer,

@@ -21,9 +21,17 @@ simulation. ``flags["passes"]`` replaces the list (``()`` compiles the graph as 
 ``flags["executor"] = "interpreter"`` (or ``HYBRIDGPU_EXECUTOR=interpreter``) forces the
 reference interpreter, to tell a backend's bug from a pass's.
 
-Backends: on cpu, ``compiler/codegen/python.py``'s ``build_cpu_executable(graph, plan, ctx,
-is_train)`` when that module exists; elsewhere (and until then) ``InterpretedExecutable``, the
-reference interpreter over the optimized graph (fused nodes run their members' computes).
+Backends are registered by device type (``register_backend("cpu", build, policy)``), each in
+its own module of ``executor/``, which registers itself when imported (``hybridgpu`` imports
+them all): ``build(graph, plan, ctx, is_train, flags) -> Executable`` and
+``policy(graph, is_train, flags) -> MemoryPolicy`` (how its nodes store values and where its
+outputs go; ``passes/plan_memory.py``). The plan is made with the backend's policy and handed
+to ``build``, so ``executable.plan`` is what runs. A context's backend is the one registered for
+its ``device_type`` (``cpu_pinned`` and ``cpu_shared`` use ``cpu``'s); without one, and as the
+shared fallback, ``InterpretedExecutable`` runs the reference interpreter over the optimized
+graph (fused nodes run their members' computes; it ignores the plan, made with the default
+policy). ``flags`` (``hybridize``'s ``static_alloc``, ``static_shape``, ``cuda_graph``) reach
+``build`` and ``policy`` unchanged; each backend documents what it does with them.
 
 Example:
     >>> import numpy as np
@@ -45,15 +53,16 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
+from dataclasses import dataclass
 
 from ..base import MXNetError
 from ..graph import evaluate, verify
 from . import passes
 
-__all__ = ["Executable", "InterpretedExecutable", "compile_graph", "PASSES", "debug_enabled"]
+__all__ = ["Executable", "InterpretedExecutable", "compile_graph", "PASSES", "debug_enabled",
+           "register_backend", "backend_for", "Backend"]
 
 
 _STEPS = {
@@ -80,13 +89,16 @@ class Executable:
     plan = None
     passes = ()
     pass_stats = None
+    flags = None
 
     def __call__(self, inputs, rng=None):
         raise NotImplementedError
 
 
 class InterpretedExecutable(Executable):
-    """Runs the graph with the reference interpreter (the fallback of every backend)."""
+    """Runs the graph with the reference interpreter (the fallback of every backend): each
+    op's compute allocates its results, so the plan is not used (beyond ``output_copies``),
+    and the hybridize flags change nothing."""
 
     def __init__(self, graph, ctx, is_train, plan=None):
         self.graph = graph
@@ -135,20 +147,51 @@ def _optimize(graph, ctx, is_train, names, debug):
     return graph, stats
 
 
-def _has_codegen():
-    try:
-        return importlib.util.find_spec("hybridgpu.compiler.codegen.python") is not None
-    except ModuleNotFoundError:
-        return False
+@dataclass(frozen=True)
+class Backend:
+    """A registered backend: ``build(graph, plan, ctx, is_train, flags) -> Executable`` and
+    ``policy(graph, is_train, flags) -> MemoryPolicy`` (None: the default policy)."""
+
+    device_type: str
+    build: object
+    policy: object = None
+
+    def memory_policy(self, graph, is_train, flags):
+        return None if self.policy is None else self.policy(graph, is_train, flags)
 
 
-def _build(graph, plan, ctx, is_train, flags):
-    executor = flags.get("executor") or os.environ.get("HYBRIDGPU_EXECUTOR") or "default"
-    if not ctx.is_gpu and executor != "interpreter" and _has_codegen():
-        from .codegen.python import build_cpu_executable
-
-        return build_cpu_executable(graph, plan, ctx, is_train)
+def _interpret(graph, plan, ctx, is_train, flags):
     return InterpretedExecutable(graph, ctx, is_train, plan)
+
+
+INTERPRETER = Backend("interpreter", _interpret)
+_BACKENDS: dict = {}
+
+
+def register_backend(device_type, build, policy=None):
+    """Make ``build`` (and its memory ``policy``) the backend of contexts of ``device_type``
+    (``"cpu"``, ``"gpu"``); a later registration replaces an earlier one."""
+    _BACKENDS[device_type] = Backend(device_type, build, policy)
+    return _BACKENDS[device_type]
+
+
+def backend_for(device_type, flags=None):
+    """The Backend that compiles for ``device_type`` (a name or a Context): the registered
+    one, else the interpreter; the interpreter too with ``flags["executor"] =
+    "interpreter"`` or ``HYBRIDGPU_EXECUTOR=interpreter``."""
+    choice = (flags or {}).get("executor") or os.environ.get("HYBRIDGPU_EXECUTOR") or ""
+    if choice == "interpreter":
+        return INTERPRETER
+    if not isinstance(device_type, str):
+        device_type = device_type.device_type
+    if device_type not in _BACKENDS and device_type.startswith("cpu"):
+        device_type = "cpu"
+    return _BACKENDS.get(device_type, INTERPRETER)
+
+
+def _build(backend, graph, plan, ctx, is_train, flags):
+    """The one place an Executable is made: the backend's ``build`` on the planned graph."""
+    return backend.build(graph, plan, ctx, is_train, flags)
 
 
 def compile_graph(graph, ctx, is_train, flags=None):
@@ -160,13 +203,15 @@ def compile_graph(graph, ctx, is_train, flags=None):
     if names is None:
         names = PASSES["gpu" if ctx.is_gpu else "cpu"]
     graph, stats = _optimize(graph, ctx, is_train, tuple(names), debug)
+    backend = backend_for(ctx, flags)
     start = time.perf_counter()
-    plan = passes.plan_memory(graph)
+    plan = passes.plan_memory(graph, policy=backend.memory_policy(graph, is_train, flags))
     stats["plan_memory"] = (len(graph), time.perf_counter() - start)
     if debug:
         plan.check()
-    executable = _build(graph, plan, ctx, is_train, flags)
+    executable = _build(backend, graph, plan, ctx, is_train, flags)
     executable.plan = plan
+    executable.flags = flags
     executable.passes = [*names, "plan_memory"]
     executable.pass_stats = stats
     return executable

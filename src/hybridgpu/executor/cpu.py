@@ -1,4 +1,18 @@
-"""``CpuExecutable``: runs a generated CPU program (see ``compiler.codegen.python``).
+"""The cpu backend: ``CpuExecutable`` runs a generated CPU program (see
+``compiler.codegen.python``); importing this module registers the backend for cpu contexts
+(``compiler.pipeline.register_backend``), with its memory policy (``CpuMemoryPolicy``: lowered
+nodes write into planned buffers, outputs fresh per call).
+
+The hybridize flags, as the cpu backend reads them:
+
+* ``static_alloc``: accepted; every program already works in buffers planned and allocated
+  once per executable (what MXNet's flag asks for), so True and False run the same program.
+  Outputs stay fresh arrays per call either way (a later call never overwrites a result).
+* ``static_shape``: accepted; each input signature already compiles a program of its own
+  with the shapes as constants, so it changes nothing.
+* ``cuda_graph``: ignored on cpu (a CUDA backend's flag).
+
+The flags the backend was built with are ``executable.flags``.
 
 The program's source is compiled once; each instance of it (its module-level buffers and its
 ``forward`` function) serves one call at a time. A call takes a free instance, or makes a
@@ -31,9 +45,10 @@ import linecache
 import weakref
 
 from ..base import MXNetError
-from ..compiler.pipeline import Executable
+from ..compiler.codegen.python import CpuMemoryPolicy, generate
+from ..compiler.pipeline import Executable, register_backend
 
-__all__ = ["CpuExecutable"]
+__all__ = ["CpuExecutable", "build"]
 
 _serial = itertools.count()
 
@@ -93,6 +108,21 @@ class CpuExecutable(Executable):
         return MXNetError(f"while evaluating node %{node_index} {node.name!r} ({node.op.name}) "
                           f"on inputs of shapes {shapes}, at line {line} of the generated "
                           f"program `{text}`: {type(err).__name__}: {err}")
+
+
+def build(graph, plan, ctx, is_train, flags=None):
+    """The cpu backend's ``build``: the program generated from ``plan`` (the pipeline's,
+    made with ``CpuMemoryPolicy``; planned here when None), as a CpuExecutable."""
+    executable = CpuExecutable(graph, generate(graph, plan, is_train), ctx, is_train)
+    executable.flags = dict(flags or {})
+    return executable
+
+
+def _policy(graph, is_train, flags):
+    return CpuMemoryPolicy(graph, is_train)
+
+
+register_backend("cpu", build, _policy)
 
 
 def _program_line(tb, filename):

@@ -28,7 +28,7 @@ __all__ = ["run_recorded"]
 class _Plan:
     """Compiled forward-with-saves and backward graphs of one trace for one ``wrt`` set."""
 
-    def __init__(self, trace, wrt, ctx, is_train):
+    def __init__(self, trace, wrt, ctx, is_train, flags=None):
         graph = trace.graph
         shapes = {n.name: graph.shapes.get((i, 0)) for i, n in enumerate(graph.nodes)
                   if n.is_variable}
@@ -38,8 +38,8 @@ class _Plan:
         self.plan = plan
         self.wrt = wrt
         _annotate(plan, shapes, dtypes)  # so the compiler can fuse and plan both graphs
-        self.forward = compile_graph(plan.forward, ctx, is_train)
-        self.backward = compile_graph(plan.backward, ctx, is_train)
+        self.forward = compile_graph(plan.forward, ctx, is_train, flags)
+        self.backward = compile_graph(plan.backward, ctx, is_train, flags)
 
 
 def _annotate(plan, shapes, dtypes):
@@ -78,11 +78,11 @@ class _TracedGradient:
         return [NDArray(g, self.ctx) for g in grads]
 
 
-def _plan_for(trace, wrt, ctx, is_train):
+def _plan_for(trace, wrt, ctx, is_train, flags=None):
     plans = trace.__dict__.setdefault("backward_plans", {})
     key = (tuple(wrt), is_train)
     if key not in plans:
-        plans[key] = _Plan(trace, list(wrt), ctx, is_train)
+        plans[key] = _Plan(trace, list(wrt), ctx, is_train, flags)
     return plans[key]
 
 
@@ -97,7 +97,7 @@ def run_recorded(block, trace, flat, ctx):
         return None
     wrt = [n for n in arrays if n in tracked]
     is_train = modes.is_training()
-    plan = _plan_for(trace, wrt, ctx, is_train)
+    plan = _plan_for(trace, wrt, ctx, is_train, getattr(block, "_flags", None))
     values = {n: a._data for n, a in arrays.items()}
     results = plan.forward(values, rng=random_state.generator(ctx))
     count = plan.plan.num_outputs

@@ -10,6 +10,7 @@ Example:
 """
 
 from . import (  # noqa: F401  (each module registers its ops)
+    activations,
     assign,
     conv,
     creation,

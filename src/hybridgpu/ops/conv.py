@@ -30,10 +30,11 @@ import math
 from ..base import MXNetError
 from ..limits import check_elements
 from .attrs import Bool, Enum, Int, Shape
+from .lowering import Lowering, same_float
 from .opdef import OpDef, register
 from .rules import check_float
 
-__all__ = []
+__all__ = ["im2col_views", "im2col_index"]
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
@@ -317,10 +318,147 @@ def _conv_attrs(deconv):
     return attrs
 
 
+# -- Convolution's lowering: im2col into a reused buffer, then one matmul with out= -----------
+
+def _conv_lowers(site):
+    try:
+        kernel = _geometry("Convolution", site.attrs)[0]
+    except MXNetError:
+        return False
+    nd, groups = len(kernel), site.attrs["num_group"]
+    x, w = site.in_shapes[0], site.in_shapes[1]
+    return (same_float(site) and len(x) == nd + 2 and x[1] % groups == 0
+            and w[0] % groups == 0 and w == (w[0], x[1] // groups, *kernel))
+
+
+def _pointwise(site):
+    """A 1x1 convolution of one image with stride 1 and no padding: the image already is
+    the column matrix."""
+    kernel, stride, _, pad = _geometry("Convolution", site.attrs)
+    return site.in_shapes[0][0] == 1 and set(kernel) == {1} and set(stride) == {1} and not any(
+        pad)
+
+
+def _padded_shape(site):
+    """The zero-padded input's shape, or None without padding."""
+    pad = _geometry("Convolution", site.attrs)[3]
+    if not any(pad):
+        return None
+    n, c, *spatial = site.in_shapes[0]
+    return (n, c, *(s + 2 * p for s, p in zip(spatial, pad)))
+
+
+def _conv_buffers(site):
+    """``{role: (shape, dtype)}`` of the buffers used during the node: the zero-padded input,
+    the column matrix (C, *kernel, N, *out), and the (F, N*out) product when N > 1."""
+    (n, c, *_), (_, f, *out_sp) = site.in_shapes[0], site.out_shapes[0]
+    kernel, dtype = tuple(site.attrs["kernel"]), site.out_dtypes[0]
+    need = {}
+    if _padded_shape(site) is not None:
+        need["padded"] = (_padded_shape(site), site.in_dtypes[0])
+    if not _pointwise(site):
+        need["cols"] = ((c, *kernel, n, *out_sp), dtype)
+    if n > 1:  # the product comes out (F, N, ...) and is then moved to (N, F, ...)
+        need["product"] = ((f, n * math.prod(out_sp)), dtype)
+    return need
+
+
+def _conv_scratch(site):
+    return list(_conv_buffers(site).values())
+
+
+def _scratch_named(site):
+    return dict(zip(_conv_buffers(site), site.scratch))
+
+
+def im2col_views(cols, src, kernel, stride, dilate):
+    """``[(column block, window view of src)]``: im2col of a fixed array as copies."""
+    image, out_sp = src.swapaxes(0, 1), cols.shape[-len(kernel):]
+    return [(cols[(slice(None), *offs)], image[(slice(None), slice(None), *(
+        _window(o, d, s, m) for o, d, s, m in zip(offs, dilate, stride, out_sp)))])
+        for offs in _offsets(kernel)]
+
+
+def im2col_index(cols, kernel, stride, dilate):
+    """``[(column block, index)]``: im2col of an array known at call time only."""
+    out_sp = cols.shape[-len(kernel):]
+    return [(cols[(slice(None), *offs)], (slice(None), slice(None), *(
+        _window(o, d, s, m) for o, d, s, m in zip(offs, dilate, stride, out_sp))))
+        for offs in _offsets(kernel)]
+
+
+def _padding_lines(site, padded):
+    """Lines that zero the border of ``padded`` (a scratch buffer other nodes reuse) and copy
+    the input inside it."""
+    xp, x, o = site.xp, site.ins[0], site.outs[0]
+    pad = _geometry("Convolution", site.attrs)[3]
+    spatial = site.in_shapes[0][2:]
+    inner = ", ".join(f"{p}:{p + s}" for s, p in zip(spatial, pad))
+    borders = []
+    for d, p in enumerate(pad):
+        if p:
+            lead = ":, " * (2 + d)
+            borders += [f"{padded}[{lead}:{p}]", f"{padded}[{lead}{p + spatial[d]}:]"]
+    border, edge = site.define(f"{o}_border", f"[{', '.join(borders)}]"), site.temp("edge")
+    return [f"for {edge} in {border}:", f"    {edge}.fill(0)",
+            f"{xp}.copyto({site.define(f'{padded}_inner', f'{padded}[:, :, {inner}]')}, {x})"]
+
+
+def _im2col_lines(site, cols):
+    """Lines that fill ``cols`` (C, *kernel, N, *out) with the windows of the padded input."""
+    xp, x, o = site.xp, site.ins[0], site.outs[0]
+    kernel, stride, dilate, _ = _geometry("Convolution", site.attrs)
+    lines, src = [], x
+    padded = _scratch_named(site).get("padded")
+    if padded is not None:
+        lines, src = _padding_lines(site, padded), padded
+    geometry = f"{kernel!r}, {stride!r}, {dilate!r}"
+    column, part = site.temp("column"), site.temp("window")
+    if site.is_static(src):
+        pairs = site.define(f"{o}_windows",
+                            f"{site.helper(im2col_views)}({cols}, {src}, {geometry})")
+        return lines + [f"for {column}, {part} in {pairs}:", f"    {xp}.copyto({column}, {part})"]
+    pairs = site.define(f"{o}_windows", f"{site.helper(im2col_index)}({cols}, {geometry})")
+    image = site.temp(f"{x}_cnhw")
+    return lines + [f"{image} = {x}.swapaxes(0, 1)", f"for {column}, {part} in {pairs}:",
+                    f"    {xp}.copyto({column}, {image}[{part}])"]
+
+
+def _conv_emit(site):
+    xp, w, o = site.xp, site.ins[1], site.outs[0]
+    (n, c, *_), (_, f, *out_sp) = site.in_shapes[0], site.out_shapes[0]
+    groups, pixels = site.attrs["num_group"], math.prod(out_sp)
+    depth = c // groups * math.prod(site.attrs["kernel"])
+    lead = () if groups == 1 else (groups,)  # one 2-D product, or one per group
+    scratch = _scratch_named(site)
+    if _pointwise(site):
+        lines, cols = [], site.view(site.ins[0], (*lead, depth, pixels))
+    else:
+        lines = _im2col_lines(site, scratch["cols"])
+        cols = site.view(scratch["cols"], (*lead, depth, n * pixels))
+    weight = site.view(w, (*lead, f // groups, depth))
+    if n == 1:
+        lines.append(f"{xp}.matmul({weight}, {cols}, "
+                     f"out={site.view(o, (*lead, f // groups, pixels))})")
+    else:
+        product = scratch["product"]
+        lines.append(f"{xp}.matmul({weight}, {cols}, out="
+                     f"{site.view(product, (*lead, f // groups, n * pixels))})")
+        moved = site.define(f"{o}_nchw", f"{product}.reshape({(f, n, *out_sp)!r}).swapaxes(0, 1)")
+        lines.append(f"{xp}.copyto({o}, {moved})")
+    if len(site.ins) > 2:
+        lines.append(f"{xp}.add({o}, {site.ins[2]}.reshape({(1, f) + (1,) * len(out_sp)!r}), "
+                     f"out={o})")
+    return lines
+
+
+_CONV_LOWERING = Lowering(_conv_emit, _conv_lowers, scratch=_conv_scratch)
+
+
 register(OpDef(
     "Convolution", inputs=("data", "weight", "bias"), input_filter=_with_bias,
     attrs=_conv_attrs(deconv=False), compute=_conv_compute, infer_shape=_conv_shape,
-    grad=_conv_grad,
+    grad=_conv_grad, lower=_CONV_LOWERING, views=False,
     doc="N-D convolution (1-D, 2-D, 3-D; channels-first) with stride, dilation, zero padding "
         "and groups. Weight shape: (num_filter, channels/num_group, *kernel).",
     example="nd.Convolution(nd.ones((1, 3, 8, 8)), nd.ones((4, 3, 3, 3)), nd.zeros(4), "

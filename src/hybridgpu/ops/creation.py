@@ -30,6 +30,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, DType, Float, Int, Shape
+from .lowering import Lowering, same_dtype
 from .opdef import OpDef, register
 from .rules import fixed_type, same_shape
 
@@ -200,14 +201,21 @@ def _zero_grad(F, ins, outs, gouts):
     return [F.zeros_like(ins[0])]
 
 
+def _fill(value):
+    """The lowering of ``zeros_like``/``ones_like``: fill the output buffer."""
+    return Lowering(lambda site: [f"{site.outs[0]}.fill({value})"], same_dtype)
+
+
 register(OpDef(
     "zeros_like", inputs=("data",), compute=lambda xp, x: xp.zeros_like(x),
     infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)0)", elementwise=True,
+    lower=_fill(0), views=False,
     doc="An array of zeros with the shape and dtype of the input.",
     example="nd.zeros_like(nd.ones((2, 3))).asnumpy()  # all zeros, shape (2, 3)"))
 
 register(OpDef(
     "ones_like", inputs=("data",), compute=lambda xp, x: xp.ones_like(x),
     infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)1)", elementwise=True,
+    lower=_fill(1), views=False,
     doc="An array of ones with the shape and dtype of the input.",
     example="nd.ones_like(nd.zeros((2, 3))).asnumpy()  # all ones, shape (2, 3)"))

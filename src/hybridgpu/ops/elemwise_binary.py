@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from .attrs import Bool, Number
+from .lowering import binary, scalar_call
 from .opdef import OpDef, register
 from .rules import broadcast_shape, same_shape
 
@@ -155,11 +156,13 @@ def _register_array_forms(key, np_name, cuda, rule, aliases, logical):
         elem_name, aliases=elem_aliases, inputs=("lhs", "rhs"),
         compute=_elemwise_compute(np_name, logical, elem_name),
         infer_shape=same_shape, grad=_array_grad(rule, False), cuda=cuda, elementwise=True,
+        lower=binary(np_name), views=False,
         doc=f"Elementwise {key} of two arrays of the same shape."))
     register(OpDef(
         f"broadcast_{key}", aliases=_BROADCAST_ALIASES.get(key, ()), inputs=("lhs", "rhs"),
         compute=_array_compute(np_name, logical), infer_shape=broadcast_shape,
         grad=_array_grad(rule, True), cuda=cuda, elementwise=True,
+        lower=binary(np_name), views=False,
         doc=f"Elementwise {key} of two arrays with NumPy broadcasting.",
         example=f"nd.broadcast_{key}(nd.ones((2, 1)), nd.ones((3,))).shape  # (2, 3)"))
 
@@ -243,6 +246,7 @@ def _register_scalar_form(key, np_name, cuda, rule, logical, reverse):
         compute=_scalar_compute(np_name, reverse, logical), infer_shape=same_shape,
         grad=None if rule is None else _scalar_grad(key, reverse),
         cuda=_scalar_cuda(cuda, reverse), elementwise=True,
+        lower=scalar_call(np_name, reverse), views=False,
         doc=f"Elementwise {key} of an array and a scalar"
             + (" (scalar on the left)." if reverse else ".")))
 

@@ -24,10 +24,10 @@ patched to the host's (cupyx: +inf at negative integers, -inf at -inf).
 Example:
     >>> import numpy as np
     >>> from hybridgpu import ops
-    >>> ops.get("relu").compute(np, np.array([-1.0, 2.0]))
-    array([0., 2.])
-    >>> ops.get("relu").cuda
-    '(in0 > (T)0 ? in0 : (T)0)'
+    >>> ops.get("exp").compute(np, np.array([0.0]))
+    array([1.])
+    >>> ops.get("exp").cuda, ops.get("exp").lowering_for("array").kind
+    ('exp(in0)', 'out')
     >>> ops.get("round").compute(np, np.array([-2.5, -0.5, 0.5, 2.5]))
     array([-3., -1.,  1.,  3.])
     >>> ops.get("rint").compute(np, np.array([-2.5, -0.5, 0.5, 2.5]))
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, DType, Float, Number
+from .lowering import FIRST, Lowering, c_float, same_dtype, same_float, ufunc
 from .opdef import OpDef, register
 from .rules import fixed_type, merge_shapes, same_shape
 
@@ -51,15 +52,41 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def _unary(name, compute, cuda, grad_rule=None, aliases=(), doc="", example=""):
-    """Register ``name``; ``grad_rule(F, x, y, g)`` returns the gradient with respect to x."""
+def _unary(name, compute, cuda, grad_rule=None, aliases=(), doc="", example="", lower=None):
+    """Register ``name``; ``grad_rule(F, x, y, g)`` returns the gradient with respect to x;
+    ``lower`` defaults to the array module's function of the same name (float inputs)."""
 
     def grad(F, ins, outs, gouts):
         return [grad_rule(F, ins[0], outs[0], gouts[0])]
 
     register(OpDef(name, aliases=aliases, inputs=("data",), compute=compute,
                    infer_shape=same_shape, grad=grad if grad_rule else None, cuda=cuda,
-                   elementwise=True, doc=doc or f"Elementwise {name}.", example=example))
+                   elementwise=True, doc=doc or f"Elementwise {name}.", example=example,
+                   lower=lower, views=False))
+
+
+# -- lowerings other than ``xp.<name>(x, out=y)`` --------------------------------------------
+
+def _one_over(fn):
+    """``1 / fn(x)`` (rsqrt, rcbrt), or ``1 / x`` with ``fn=None`` (reciprocal)."""
+
+    def emit(site):
+        xp, x, o = site.xp, site.ins[0], site.outs[0]
+        one = site.const(1, site.out_dtypes[0])
+        if fn is None:
+            return [f"{xp}.divide({one}, {x}, out={o})"]
+        return [f"{xp}.{fn}({x}, out={o})", f"{xp}.divide({one}, {o}, out={o})"]
+
+    return Lowering(emit, same_float, inplace=FIRST)
+
+
+def _emit_logical_not(site):
+    x, o = site.ins[0], site.outs[0]
+    return [f"{site.xp}.equal({x}, {site.const(0, site.out_dtypes[0])}, out={o})"]
+
+
+def _emit_copy(site):
+    return [f"{site.xp}.copyto({site.outs[0]}, {site.ins[0]})"]
 
 
 # -- compute helpers ------------------------------------------------------------------------
@@ -263,63 +290,65 @@ def _inv_sqrt_one_minus_sq(F, x):
 
 # -- activations and signs ------------------------------------------------------------------
 
-_unary("relu", lambda xp, x: xp.maximum(x, x.dtype.type(0)), "(in0 > (T)0 ? in0 : (T)0)",
-       lambda F, x, y, g: _times(F, g, F._greater_scalar(x, scalar=0)),
-       doc="Rectified linear unit, max(x, 0).")
-_unary("sigmoid", _float_math(lambda xp, x: 1 / (1 + xp.exp(-x))),
-       "(T)1 / ((T)1 + exp(-in0))",
-       lambda F, x, y, g: _times(F, g, F.broadcast_mul(y, F._rminus_scalar(y, scalar=1))),
-       doc="Logistic sigmoid, 1 / (1 + exp(-x)).")
-_unary("tanh", _ufunc("tanh"), "tanh(in0)",
-       lambda F, x, y, g: _times(F, g, F._rminus_scalar(F.square(y), scalar=1)),
-       doc="Hyperbolic tangent.")
-_unary("softsign", _float_math(lambda xp, x: x / (1 + xp.abs(x))), "in0 / ((T)1 + abs(in0))",
-       lambda F, x, y, g: _over(F, g, F.square(F._plus_scalar(F.abs(x), scalar=1))),
-       doc="Softsign, x / (1 + |x|).")
 _unary("negative", lambda xp, x: xp.negative(x), "-in0",
-       lambda F, x, y, g: F.negative(g), doc="Elementwise -x.")
+       lambda F, x, y, g: F.negative(g), doc="Elementwise -x.",
+       lower=ufunc("negative"))
 _unary("abs", lambda xp, x: xp.abs(x), "abs(in0)",
-       lambda F, x, y, g: _times(F, g, F.sign(x)), doc="Elementwise |x|.")
+       lambda F, x, y, g: _times(F, g, F.sign(x)), doc="Elementwise |x|.",
+       lower=ufunc("abs"))
 _unary("sign", lambda xp, x: (x > 0).astype(x.dtype) - (x < 0),
        "(T)((in0 > (T)0) - (in0 < (T)0))", _zero,
        doc="Elementwise sign: -1, 0 or 1 (0 for NaN, as MXNet).")
 _unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), "(T)(in0 == (T)0)", _zero,
-       doc="Logical NOT: 1 where x is 0, else 0, in the input's dtype.")
+       doc="Logical NOT: 1 where x is 0, else 0, in the input's dtype.",
+       lower=Lowering(_emit_logical_not, same_float, inplace=FIRST))
 
 # -- exponentials, logarithms, powers -------------------------------------------------------
 
 _unary("exp", _ufunc("exp"), "exp(in0)",
-       lambda F, x, y, g: _times(F, g, y), doc="Elementwise e**x.")
+       lambda F, x, y, g: _times(F, g, y), doc="Elementwise e**x.",
+       lower=ufunc("exp"))
 _unary("expm1", _ufunc("expm1"), "expm1(in0)",
-       lambda F, x, y, g: _times(F, g, F.exp(x)), doc="exp(x) - 1, accurate near 0.")
+       lambda F, x, y, g: _times(F, g, F.exp(x)), doc="exp(x) - 1, accurate near 0.",
+       lower=ufunc("expm1"))
 _unary("log", _ufunc("log"), "log(in0)",
-       lambda F, x, y, g: _over(F, g, x), doc="Elementwise natural logarithm.")
+       lambda F, x, y, g: _over(F, g, x), doc="Elementwise natural logarithm.",
+       lower=ufunc("log"))
 _unary("log1p", _ufunc("log1p"), "log1p(in0)",
        lambda F, x, y, g: _over(F, g, F._plus_scalar(x, scalar=1)),
-       doc="log(1 + x), accurate near 0.")
+       doc="log(1 + x), accurate near 0.",
+       lower=ufunc("log1p"))
 _unary("log2", _ufunc("log2"), "log2(in0)",
        lambda F, x, y, g: _over(F, g, F._mul_scalar(x, scalar=_LN2)),
-       doc="Base-2 logarithm.")
+       doc="Base-2 logarithm.",
+       lower=ufunc("log2"))
 _unary("log10", _ufunc("log10"), "log10(in0)",
        lambda F, x, y, g: _over(F, g, F._mul_scalar(x, scalar=_LN10)),
-       doc="Base-10 logarithm.")
+       doc="Base-10 logarithm.",
+       lower=ufunc("log10"))
 _unary("sqrt", _ufunc("sqrt"), "sqrt(in0)",
-       lambda F, x, y, g: _over(F, g, F._mul_scalar(y, scalar=2)), doc="Square root.")
+       lambda F, x, y, g: _over(F, g, F._mul_scalar(y, scalar=2)), doc="Square root.",
+       lower=ufunc("sqrt"))
 _unary("rsqrt", _float_math(lambda xp, x: 1 / xp.sqrt(x)), "rsqrt(in0)",
        lambda F, x, y, g: _times(F, g, F._mul_scalar(F._power_scalar(y, scalar=3),
                                                      scalar=-0.5)),
-       doc="Reciprocal square root, 1 / sqrt(x).")
+       doc="Reciprocal square root, 1 / sqrt(x).",
+       lower=_one_over("sqrt"))
 _unary("cbrt", _ufunc("cbrt"), "cbrt(in0)",
        lambda F, x, y, g: _over(F, g, F._mul_scalar(F.square(y), scalar=3)),
-       doc="Cube root (negative for negative x).")
+       doc="Cube root (negative for negative x).",
+       lower=ufunc("cbrt"))
 _unary("rcbrt", _float_math(lambda xp, x: 1 / xp.cbrt(x)), "rcbrt(in0)",
        lambda F, x, y, g: _times(F, g, F._mul_scalar(F._power_scalar(y, scalar=4),
                                                      scalar=-1 / 3)),
-       doc="Reciprocal cube root, 1 / cbrt(x).")
+       doc="Reciprocal cube root, 1 / cbrt(x).",
+       lower=_one_over("cbrt"))
 _unary("square", lambda xp, x: xp.square(x), "in0 * in0",
-       lambda F, x, y, g: _times(F, g, F._mul_scalar(x, scalar=2)), doc="Elementwise x**2.")
+       lambda F, x, y, g: _times(F, g, F._mul_scalar(x, scalar=2)), doc="Elementwise x**2.",
+       lower=ufunc("square"))
 _unary("reciprocal", _float_math(lambda xp, x: 1 / x), "(T)1 / in0",
-       lambda F, x, y, g: F.negative(_times(F, g, F.square(y))), doc="Elementwise 1 / x.")
+       lambda F, x, y, g: F.negative(_times(F, g, F.square(y))), doc="Elementwise 1 / x.",
+       lower=_one_over(None))
 
 # -- special functions ----------------------------------------------------------------------
 
@@ -341,9 +370,11 @@ _unary("gammaln", _special("gammaln"), "lgamma(in0)",
 # -- rounding (gradient zero) ---------------------------------------------------------------
 
 _unary("floor", _rounding(lambda xp, x: xp.floor(x)), "floor(in0)", _zero,
-       doc="Elementwise floor.")
+       doc="Elementwise floor.",
+       lower=ufunc("floor"))
 _unary("ceil", _rounding(lambda xp, x: xp.ceil(x)), "ceil(in0)", _zero,
-       doc="Elementwise ceiling.")
+       doc="Elementwise ceiling.",
+       lower=ufunc("ceil"))
 _unary("round", _rounding(_round_half_away), "round(in0)", _zero,
        doc="Round to the nearest integer, halves away from zero (MXNet; not NumPy's "
            "half-to-even).", example="nd.round(nd.array([-2.5, 0.5, 2.5]))  # [-3, 1, 3]")
@@ -352,54 +383,71 @@ _unary("rint", _rounding(_rint_half_down),
        doc="Round to the nearest integer, halves toward -inf (MXNet; not NumPy's "
            "half-to-even).", example="nd.rint(nd.array([-2.5, 0.5, 2.5]))  # [-3, 0, 2]")
 _unary("fix", _rounding(lambda xp, x: xp.trunc(x)), "trunc(in0)", _zero,
-       doc="Round toward zero.")
+       doc="Round toward zero.",
+       lower=ufunc("trunc"))
 _unary("trunc", _rounding(lambda xp, x: xp.trunc(x)), "trunc(in0)", _zero,
-       doc="Truncate toward zero.")
+       doc="Truncate toward zero.",
+       lower=ufunc("trunc"))
 
 # -- trigonometric and hyperbolic -----------------------------------------------------------
 
 _unary("sin", _ufunc("sin"), "sin(in0)",
-       lambda F, x, y, g: _times(F, g, F.cos(x)), doc="Elementwise sine.")
+       lambda F, x, y, g: _times(F, g, F.cos(x)), doc="Elementwise sine.",
+       lower=ufunc("sin"))
 _unary("cos", _ufunc("cos"), "cos(in0)",
-       lambda F, x, y, g: F.negative(_times(F, g, F.sin(x))), doc="Elementwise cosine.")
+       lambda F, x, y, g: F.negative(_times(F, g, F.sin(x))), doc="Elementwise cosine.",
+       lower=ufunc("cos"))
 _unary("tan", _ufunc("tan"), "tan(in0)",
        lambda F, x, y, g: _times(F, g, F._plus_scalar(F.square(y), scalar=1)),
-       doc="Elementwise tangent.")
+       doc="Elementwise tangent.",
+       lower=ufunc("tan"))
 _unary("arcsin", _ufunc("arcsin"), "asin(in0)",
-       lambda F, x, y, g: _times(F, g, _inv_sqrt_one_minus_sq(F, x)), doc="Inverse sine.")
+       lambda F, x, y, g: _times(F, g, _inv_sqrt_one_minus_sq(F, x)), doc="Inverse sine.",
+       lower=ufunc("arcsin"))
 _unary("arccos", _ufunc("arccos"), "acos(in0)",
        lambda F, x, y, g: F.negative(_times(F, g, _inv_sqrt_one_minus_sq(F, x))),
-       doc="Inverse cosine.")
+       doc="Inverse cosine.",
+       lower=ufunc("arccos"))
 _unary("arctan", _ufunc("arctan"), "atan(in0)",
        lambda F, x, y, g: _over(F, g, F._plus_scalar(F.square(x), scalar=1)),
-       doc="Inverse tangent.")
+       doc="Inverse tangent.",
+       lower=ufunc("arctan"))
 _unary("sinh", _ufunc("sinh"), "sinh(in0)",
-       lambda F, x, y, g: _times(F, g, F.cosh(x)), doc="Hyperbolic sine.")
+       lambda F, x, y, g: _times(F, g, F.cosh(x)), doc="Hyperbolic sine.",
+       lower=ufunc("sinh"))
 _unary("cosh", _ufunc("cosh"), "cosh(in0)",
-       lambda F, x, y, g: _times(F, g, F.sinh(x)), doc="Hyperbolic cosine.")
+       lambda F, x, y, g: _times(F, g, F.sinh(x)), doc="Hyperbolic cosine.",
+       lower=ufunc("cosh"))
 _unary("arcsinh", _ufunc("arcsinh"), "asinh(in0)",
        lambda F, x, y, g: _times(F, g, F.rsqrt(F._plus_scalar(F.square(x), scalar=1))),
-       doc="Inverse hyperbolic sine.")
+       doc="Inverse hyperbolic sine.",
+       lower=ufunc("arcsinh"))
 _unary("arccosh", _ufunc("arccosh"), "acosh(in0)",
        lambda F, x, y, g: _times(F, g, F.rsqrt(F._minus_scalar(F.square(x), scalar=1))),
-       doc="Inverse hyperbolic cosine.")
+       doc="Inverse hyperbolic cosine.",
+       lower=ufunc("arccosh"))
 _unary("arctanh", _ufunc("arctanh"), "atanh(in0)",
        lambda F, x, y, g: _over(F, g, F._rminus_scalar(F.square(x), scalar=1)),
-       doc="Inverse hyperbolic tangent.")
+       doc="Inverse hyperbolic tangent.",
+       lower=ufunc("arctanh"))
 _unary("degrees", _ufunc("degrees"), "in0 * (T)57.29577951308232",
        lambda F, x, y, g: F._mul_scalar(g, scalar=180 / math.pi),
-       doc="Radians to degrees.")
+       doc="Radians to degrees.",
+       lower=ufunc("degrees"))
 _unary("radians", _ufunc("radians"), "in0 * (T)0.017453292519943295",
        lambda F, x, y, g: F._mul_scalar(g, scalar=math.pi / 180),
-       doc="Degrees to radians.")
+       doc="Degrees to radians.",
+       lower=ufunc("radians"))
 
 
 # -- copies -----------------------------------------------------------------------------------
 
 _unary("_copy", lambda xp, x: x.copy(), "in0", lambda F, x, y, g: g, aliases=("identity",),
-       doc="A copy of the input.")
+       doc="A copy of the input.",
+       lower=Lowering(_emit_copy, same_dtype))
 _unary("BlockGrad", lambda xp, x: x.copy(), "in0", _zero, aliases=("stop_gradient",),
-       doc="A copy of the input through which no gradient flows (the gradient is zero).")
+       doc="A copy of the input through which no gradient flows (the gradient is zero).",
+       lower=Lowering(_emit_copy, same_dtype))
 
 
 # -- hard_sigmoid, smooth_l1 ----------------------------------------------------------------
@@ -418,6 +466,14 @@ def _hard_sigmoid_grad(F, ins, outs, gouts, alpha, beta):
     return [F._mul_scalar(F.broadcast_mul(gouts[0], inside), scalar=_c_float(alpha))]
 
 
+def _emit_hard_sigmoid(site):
+    xp, x, o, t = site.xp, site.ins[0], site.outs[0], site.out_dtypes[0]
+    alpha = site.const(c_float(site.attrs["alpha"]), t)
+    beta = site.const(c_float(site.attrs["beta"]), t)
+    return [f"{xp}.multiply({x}, {alpha}, out={o})", f"{xp}.add({o}, {beta}, out={o})",
+            f"{xp}.clip({o}, {site.const(0, t)}, {site.const(1, t)}, out={o})"]
+
+
 register(OpDef(
     "hard_sigmoid", inputs=("data",),
     attrs={"alpha": Float(default=_c_float(0.2), doc="slope"),
@@ -426,6 +482,7 @@ register(OpDef(
     cuda="((T)alpha * in0 + (T)beta <= (T)0 ? (T)0 : ((T)alpha * in0 + (T)beta >= (T)1 ? "
          "(T)1 : (T)alpha * in0 + (T)beta))",
     elementwise=True, doc="Hard sigmoid, max(0, min(1, alpha * x + beta)).",
+    lower=Lowering(_emit_hard_sigmoid, same_float, inplace=FIRST), views=False,
     example="nd.hard_sigmoid(nd.array([-3, 0, 3]))  # [0, 0.5, 1]"))
 
 
@@ -498,12 +555,23 @@ def _clip_grad(F, ins, outs, gouts, a_min, a_max):
     return [F.broadcast_mul(gouts[0], inside)]
 
 
+def _emit_clip(site):
+    xp, x, o, t = site.xp, site.ins[0], site.outs[0], site.out_dtypes[0]
+    lo = site.const(c_float(site.attrs["a_min"]), t)
+    hi = site.const(c_float(site.attrs["a_max"]), t)
+    return [f"{xp}.clip({x}, {lo}, {hi}, out={o})"]
+
+
+def _clip_lowers(site):  # reversed bounds follow MXNet's order: compute
+    return same_float(site) and c_float(site.attrs["a_min"]) <= c_float(site.attrs["a_max"])
+
+
 register(OpDef(
     "clip", inputs=("data",),
     attrs={"a_min": Float(doc="minimum value"), "a_max": Float(doc="maximum value")},
     compute=_clip_compute, infer_shape=same_shape, grad=_clip_grad,
     cuda="(in0 > (T)a_max ? (T)a_max : (in0 < (T)a_min ? (T)a_min : in0))",
-    elementwise=True,
+    elementwise=True, lower=Lowering(_emit_clip, _clip_lowers, inplace=FIRST), views=False,
     doc="Clip values to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.",
     example="nd.clip(nd.array([-1, 0.5, 3]), 0, 1)  # [0, 0.5, 1]"))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..base import MXNetError
 from .attrs import Bool, Int, Shape
+from .lowering import Lowering, same_float
 from .opdef import OpDef, register
 from .rules import merge_shapes, normalize_axis, same_shape
 
@@ -281,9 +282,19 @@ def _add_n_rule(attrs, in_shapes):
         raise MXNetError(f"add_n: every input needs one shape, got {in_shapes}") from None
 
 
+def _emit_add_n(site):
+    """``in0 + in1`` into the output, then each further input added in place."""
+    xp, o, ins = site.xp, site.outs[0], site.ins
+    if len(ins) == 1:
+        return [f"{xp}.copyto({o}, {ins[0]})"]
+    return [f"{xp}.add({ins[0]}, {ins[1]}, out={o})"] + [
+        f"{xp}.add({o}, {a}, out={o})" for a in ins[2:]]
+
+
 register(OpDef(
     "add_n", aliases=("ElementWiseSum",), variadic=True,
     compute=_add_n_compute, infer_shape=_add_n_rule,
+    lower=Lowering(_emit_add_n, same_float, inplace=(0, 1)), views=False,
     grad=lambda F, ins, outs, gouts, num_args=None: [gouts[0]] * len(ins),
     doc="Elementwise sum of any number of arrays of one shape.",
     example="nd.add_n(nd.ones((2,)), nd.ones((2,)), nd.ones((2,))).asnumpy().tolist()  "

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, DType, Enum, Float, Int, Shape
+from .lowering import Lowering, same_float
 from .opdef import OpDef, register
 from .rules import merge_shapes, normalize_axis, same_shape
 
@@ -77,6 +78,20 @@ def _dropout_compute(xp, data, *, p, mode, axes, cudnn_off=False, rng=None, is_t
     return data * mask, mask
 
 
+def _emit_dropout_identity(site):
+    xp, x, (o, mask) = site.xp, site.ins[0], (*site.outs, None)[:2]
+    lines = [f"{xp}.copyto({o}, {x})"]
+    if mask is not None:
+        lines.append(f"{mask}.fill(1)")
+    return lines
+
+
+def _dropout_is_identity(site):
+    attrs = site.attrs
+    identity = not (site.is_train or attrs["mode"] == "always") or attrs["p"] == 0.0
+    return identity and 0.0 <= attrs["p"] <= 1.0 and same_float(site)
+
+
 register(OpDef(
     "Dropout", inputs=("data",),
     attrs={"p": Float(default=0.5, doc="fraction of the input dropped in training"),
@@ -87,7 +102,8 @@ register(OpDef(
     compute=_dropout_compute, infer_shape=lambda a, s: same_shape(a, s, 2),
     grad=lambda F, ins, outs, gouts, **a: [F.elemwise_mul(gouts[0], outs[1])],
     num_outputs=2, num_visible_outputs=1, output_names=("output", "mask"), random=True,
-    mode_dependent=True,
+    mode_dependent=True, views=False,
+    lower=Lowering(_emit_dropout_identity, _dropout_is_identity, inplace=(0,)),
     doc="Zero each element with probability p and scale the rest by 1/(1-p) (in train mode, "
         "or always with mode='always'); the identity otherwise.",
     example="nd.Dropout(x, p=0.2).shape  # x.shape"))

@@ -46,6 +46,7 @@ import math
 
 from ..base import MXNetError
 from .attrs import Bool, Enum, Float, Int
+from .lowering import Lowering, same_float
 from .opdef import OpDef, register
 from .rules import merge_shapes, normalize_axis
 
@@ -165,6 +166,33 @@ def _bn_grad(F, ins, outs, gouts, **attrs):
     return [dx, dgamma, dbeta, None, None]
 
 
+def _emit_bn(site):
+    """Inference: ``(x - mean) * (gamma / sqrt(var + eps)) + beta``, compute's order, the
+    vectors reshaped along the channel axis; the mean and inverse std copied out if read."""
+    xp, (x, gamma, beta, mean, var) = site.xp, site.ins
+    o, o_mean, o_invstd = (*site.outs, None, None)[:3]
+    attrs, ndim = site.attrs, len(site.in_shapes[0])
+    axis = attrs["axis"] % ndim
+    bshape = tuple(site.in_shapes[0][axis] if i == axis else 1 for i in range(ndim))
+    invstd, scale = site.temp(f"{o}_invstd"), site.temp(f"{o}_scale")
+    lines = [f"{invstd} = 1.0 / {xp}.sqrt({var} + {attrs['eps']!r})",
+             f"{scale} = {invstd}" if attrs["fix_gamma"] else f"{scale} = {gamma} * {invstd}",
+             f"{xp}.subtract({x}, {mean}.reshape({bshape!r}), out={o})",
+             f"{xp}.multiply({o}, {scale}.reshape({bshape!r}), out={o})",
+             f"{xp}.add({o}, {beta}.reshape({bshape!r}), out={o})"]
+    if o_mean is not None:
+        lines.append(f"{xp}.copyto({o_mean}, {mean})")
+    if o_invstd is not None:
+        lines.append(f"{xp}.copyto({o_invstd}, {invstd})")
+    return lines
+
+
+def _bn_lowers(site):  # inference only: training updates the moving statistics
+    inference = not site.is_train or site.attrs["use_global_stats"]
+    ndim = len(site.in_shapes[0])
+    return inference and same_float(site) and -ndim <= site.attrs["axis"] < ndim
+
+
 register(OpDef(
     "BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
     input_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
@@ -172,6 +200,7 @@ register(OpDef(
     infer_shape=_bn_shape, infer_type=_bn_type, grad=_bn_grad, num_outputs=3,
     num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
     output_names=("output", "mean", "var"), mode_dependent=True, mutates_aux=True,
+    lower=Lowering(_emit_bn, _bn_lowers, inplace=(0,)), views=False,  # reads x first only
     doc="Batch normalization over every axis but ``axis``; in training it uses the batch "
         "statistics and updates moving_mean/moving_var in place.",
     example="nd.BatchNorm(x, gamma, beta, moving_mean, moving_var).shape  # x.shape"))

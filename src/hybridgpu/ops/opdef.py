@@ -25,6 +25,13 @@ Conventions (every op module follows them):
   that ``sym.<op>`` creates for missing inputs (``{"moving_var": '["one", {}]'}``).
 * ``host_sync``: True, or ``host_sync(attrs) -> bool`` when only some attributes need values on
   the host (``take(mode='raise')``). Ask ``needs_host_sync(attrs)``.
+* ``lower``: how a backend emits the op into a generated program (``ops/lowering.py``): a
+  ``Lowering`` for the ``"array"`` target (array-module calls writing into given outputs, for
+  NumPy and CuPy alike), or a dict ``{target: lowering}`` when a backend adds its own (a CUDA
+  kernel template). Ask ``lowering_for(target)``; ops without one run ``compute``.
+* ``views``: ``compute`` may return a view of an input (``Reshape``, ``transpose``): a memory
+  planner keeps the input's buffer alive while the result lives. Ops with a lowering are
+  planned from it; for the others the planner assumes a view unless ``views=False``.
 
 Example:
     >>> from hybridgpu import ops
@@ -64,7 +71,7 @@ class OpDef:
                  num_visible_outputs=None, output_names=None, variadic=False, doc="",
                  example="", elementwise=False, random=False, mode_dependent=False,
                  mutates_aux=False, host_sync=False, creation=False, differentiable=True,
-                 nondiff_inputs=(), cuda_key=None, input_init=None):
+                 nondiff_inputs=(), cuda_key=None, input_init=None, lower=None, views=True):
         self.name = name
         self.aliases = tuple(aliases)
         self.inputs = tuple(inputs)        # every input name, in MXNet's order
@@ -97,6 +104,9 @@ class OpDef:
         # (BatchNorm's moving_mean is '["zero", {}]'); Gluon and JSON read it.
         self.input_init = dict(input_init or {})
         self.plain = not (random or mode_dependent)  # compute needs nothing but arrays, attrs
+        self.lowerings = dict(lower) if isinstance(lower, dict) else (
+            {} if lower is None else {"array": lower})  # target -> how a backend emits it
+        self.views = views                  # compute may return a view of an input
 
     # -- inputs and outputs -------------------------------------------------------------
     def input_names(self, attrs):
@@ -132,6 +142,10 @@ class OpDef:
         if isinstance(self.cuda, dict):
             return self.cuda.get(attrs.get(self.cuda_key))
         return self.cuda
+
+    def lowering_for(self, target="array"):
+        """How a backend of ``target`` emits this op (``ops/lowering.py``), or None."""
+        return self.lowerings.get(target)
 
     def needs_host_sync(self, attrs):
         """True when running the op with these attributes reads values on the host."""

@@ -30,6 +30,7 @@ import numpy as np
 from ..base import MXNetError
 from ..limits import check_elements
 from .attrs import Bool, Enum, Int, Shape
+from .lowering import Lowering, same_float
 from .opdef import OpDef, register
 from .rules import check_float
 
@@ -221,9 +222,22 @@ _POOL_ATTRS = {
                    doc="only the channels-first layout (or None) is supported"),
 }
 
+def _emit_global_pool(site):
+    """A global pool is one reduction over the spatial axes into the output."""
+    fn = {"max": "max", "avg": "mean", "sum": "sum"}[site.attrs["pool_type"]]
+    axes = tuple(range(2, len(site.in_shapes[0])))
+    return [f"{site.xp}.{fn}({site.ins[0]}, axis={axes!r}, keepdims=True, out={site.outs[0]})"]
+
+
+def _global_pool_lowers(site):  # float16 goes through float32 in compute
+    return (site.attrs["global_pool"] and site.attrs["pool_type"] in ("max", "avg", "sum")
+            and same_float(site) and site.out_dtypes[0].itemsize >= 4)
+
+
 register(OpDef(
     "Pooling", inputs=("data",), attrs=_POOL_ATTRS, compute=_pool_compute,
     infer_shape=_pool_shape, grad=_pool_grad,
+    lower=Lowering(_emit_global_pool, _global_pool_lowers), views=False,
     doc="Max, average, sum or Lp pooling over 1-D, 2-D or 3-D windows (channels-first).",
     example="nd.Pooling(nd.ones((1, 3, 8, 8)), kernel=(2, 2), stride=(2, 2)).shape  "
             "# (1, 3, 4, 4)"))

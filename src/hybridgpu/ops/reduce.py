@@ -27,6 +27,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Axis, Bool, Enum, Int
+from .lowering import Lowering, same_float
 from .opdef import OpDef, register
 from .rules import broadcast_shapes
 
@@ -180,12 +181,33 @@ _REDUCTIONS = {
 }
 
 
+def _reduce_lowering(fn_name, with_dtype):
+    """``xp.<fn>(x, axis=..., keepdims=..., out=y)`` (y viewed in the natural shape)."""
+
+    def emit(site):
+        name, attrs, t = site.op.name, site.attrs, site.out_dtypes[0]
+        x, o, shape = site.ins[0], site.outs[0], site.in_shapes[0]
+        axes = reduction_axes(name, attrs["axis"], shape, attrs["exclude"])
+        keep = attrs["keepdims"]
+        natural = reduced_shape(shape, axes, True) if keep else tuple(
+            d for i, d in enumerate(shape) if i not in axes)
+        out = o if natural == site.out_shapes[0] else site.view(o, natural)
+        dtype = f", dtype={site.xp}.{t.name}" if with_dtype else ""
+        return [f"{site.xp}.{fn_name}({x}, axis={axes!r}{dtype}, keepdims={keep}, out={out})"]
+
+    def when(site):  # float16 goes through float32 in compute
+        return same_float(site) and site.out_dtypes[0].itemsize >= 4
+
+    return Lowering(emit, when)
+
+
 def _register_reductions():
     for name, (fn_name, with_dtype, grad, aliases, doc) in _REDUCTIONS.items():
+        lower = None if fn_name.startswith("nan") else _reduce_lowering(fn_name, with_dtype)
         register(OpDef(
             name, aliases=aliases, inputs=("data",), attrs=_REDUCE_ATTRS,
             compute=_reduce_compute(name, fn_name, with_dtype), infer_shape=_reduce_rule(name),
-            grad=grad, doc=doc,
+            grad=grad, doc=doc, lower=lower, views=False,
             example=f"nd.{name}(nd.ones((2, 3, 4)), axis=(0, 2)).shape  # (3,)"))
 
 

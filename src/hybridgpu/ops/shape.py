@@ -29,6 +29,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Enum, Float, Int, Shape
+from .lowering import Lowering, same_dtype
 from .opdef import OpDef, register
 from .reshape_codes import target_shape
 from .rules import known, normalize_axis
@@ -95,13 +96,20 @@ def _reshape_compute(xp, x, **attrs):
     return x.reshape(target_shape(x.shape, codes, reverse)).copy()
 
 
+def _emit_reshape(site):
+    return [f"{site.outs[0]} = {site.ins[0]}.reshape({site.out_shapes[0]!r})"]
+
+
+#: Reshape, Flatten and expand_dims lower to a view of their input (no copy, no buffer).
+_AS_VIEW = Lowering(_emit_reshape, same_dtype, kind="view")
+
 register(OpDef(
     "Reshape", aliases=("reshape",), inputs=("data",),
     attrs={"shape": Shape(default=(), doc="target shape; codes 0, -1, -2, -3, -4 allowed"),
            "reverse": Bool(default=False, doc="match the special codes from the right"),
            "target_shape": Shape(default=(), doc="deprecated: use shape"),
            "keep_highest": Bool(default=False, doc="deprecated: use shape")},
-    compute=_reshape_compute, infer_shape=_reshape_shape, grad=_reshape_back,
+    compute=_reshape_compute, infer_shape=_reshape_shape, grad=_reshape_back, lower=_AS_VIEW,
     doc="Reshape to ``shape``, with MXNet's special codes (0 copy, -1 infer, -2 copy the rest, "
         "-3 merge two, -4 split one).",
     example="nd.reshape(nd.zeros((2, 3, 4)), shape=(-1, 0), reverse=True).shape  # (6, 4)"))
@@ -170,6 +178,7 @@ register(OpDef(
     attrs={"axis": Int(doc="where the new axis goes, in [-ndim-1, ndim]")},
     compute=lambda xp, x, axis: x.reshape(_expand_shape(x.shape, axis)).copy(),
     infer_shape=_unary_rule(lambda a, s: _expand_shape(s, a["axis"])), grad=_reshape_back,
+    lower=_AS_VIEW,
     doc="Insert an axis of size 1 at ``axis``.",
     example="nd.expand_dims(nd.zeros((2, 3)), axis=-1).shape  # (2, 3, 1)"))
 
@@ -216,7 +225,7 @@ def _flat_shape(shape):
 register(OpDef(
     "Flatten", aliases=("flatten",), inputs=("data",),
     compute=lambda xp, x: x.reshape(_flat_shape(x.shape)).copy(),
-    infer_shape=_unary_rule(lambda a, s: _flat_shape(s)), grad=_reshape_back,
+    infer_shape=_unary_rule(lambda a, s: _flat_shape(s)), grad=_reshape_back, lower=_AS_VIEW,
     doc="Collapse every axis but the first: shape (N, rest).",
     example="nd.flatten(nd.zeros((2, 3, 4))).shape  # (2, 12)"))
 

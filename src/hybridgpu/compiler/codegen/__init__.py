@@ -1,5 +1,6 @@
 """Code generators: ``python`` writes the CPU program (one straight-line NumPy function per
-signature) using the per-op rules of ``lowering_cpu``.
+signature) from each op's lowering (``OpDef.lowering_for``, ``ops/lowering.py``);
+``site`` is a node as a lowering sees it, ``fused`` the lowering of fused groups.
 
 Example:
     >>> from hybridgpu.compiler.codegen import build_cpu_executable, generate

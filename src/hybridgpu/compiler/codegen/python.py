@@ -4,19 +4,21 @@ NumPy, which ``executor.cpu.CpuExecutable`` compiles once and replays.
 ``generate(graph, plan, is_train)`` returns a ``Program``: the source (module-level constants,
 preallocated buffers and views, then ``def forward(inputs, rng)``), the objects the source
 names but does not create (``np``, ``bind``, ``owned`` and the OpDefs ``op_<Name>``), and a map
-from source lines to graph nodes (for error messages). ``build_cpu_executable(graph, plan, ctx,
-is_train)`` is the hook ``compiler.pipeline.compile_graph`` calls for cpu contexts.
+from source lines to graph nodes (for error messages). ``plan`` is the pipeline's MemoryPlan,
+made with ``CpuMemoryPolicy``: the program allocates exactly its buffers.
+``build_cpu_executable(graph, plan, ctx, is_train)`` builds with the backend registered for
+cpu (``executor/cpu.py``).
 
-How values are stored:
+How values are stored (the plan decides; the generator only names and emits):
 
-* an op with a lowering rule (``lowering_cpu.LOWERINGS``) writes with ``out=`` into a
-  preallocated buffer; buffers are reused once every value (and view) in them is dead, and an
-  elementwise op may overwrite a dying input in place. Graph outputs are the exception: they are
-  written into arrays allocated fresh each call, so no later call overwrites a result.
+* an op with a lowering (``node.op.lowering_for("array")``, see ``site.lowering_of``) writes
+  with ``out=`` into its planned buffer, in place over a dying input where its lowering
+  allows it; graph outputs are written into arrays allocated fresh each call, so no later call
+  overwrites a result.
 * any other op calls its ``OpDef.compute`` (``bind`` fixes ``np`` and the attributes); its
-  results may be views of its inputs, so the inputs' buffers stay alive while they live, and a
-  graph output that may share memory with a buffer, an input or another output is copied
-  (``owned``).
+  results may be views of its inputs (``OpDef.views``), so the inputs' buffers stay alive while
+  they live, and a graph output that may share memory with a buffer, an input or another
+  output is copied (``owned``).
 
 Names follow the graph: a node's output 0 is named after the node (``dense0_fwd``), other
 outputs ``<node>_<output name>``, made safe identifiers and unique; each node's lines follow a
@@ -57,11 +59,12 @@ from ...graph.printer import format_node
 from ...limits import check_elements
 from ...ops.rules import known
 from ...safe_text import display, identifier, python_comment, python_string
-from .lowering_cpu import HELPERS, Site, const_name, rule_for
+from ..passes.plan_memory import MemoryPolicy, NodeMemory, plan_memory
+from .site import Site, const_name, lowering_of
 
 __all__ = ["Program", "generate", "build_cpu_executable", "Namespace"]
 
-_BUILDER_NAMES = ("np", "bind", "owned", "single", "inputs", "rng", "forward", *HELPERS)
+_BUILDER_NAMES = ("np", "bind", "owned", "single", "inputs", "rng", "forward")
 #: A graph output that may share memory with more than this many arrays is copied outright.
 _MAX_OWNED_CHECKS = 8
 
@@ -116,8 +119,7 @@ class _Value:
     dtype: np.dtype | None
     storage: str = "alias"
     roots: frozenset = frozenset()
-    last: int = -1
-    end: int = -1
+    last: int = -1          # the last node that needs its memory (the plan's ``ends``)
     slot: int | None = None
     inplace: bool = False   # took over the buffer of an input dying at its node
 
@@ -128,8 +130,9 @@ class _Value:
 
 @dataclass
 class _Slot:
+    """One buffer of the plan and the values laid out in it, in program order."""
+
     capacity: int
-    end: int
     members: list = field(default_factory=list)
 
 
@@ -198,9 +201,9 @@ class _Module:
         self.constants = {}             # (repr, dtype name) -> (name, line)
         self.lines = []                 # views and definitions
         self.binds = []                 # ``x_compute = bind(op_X, ...)`` lines
-        self.namespace = {"np": np, "bind": _bind, "owned": _owned, "single": _single,
-                          **HELPERS}
+        self.namespace = {"np": np, "bind": _bind, "owned": _owned, "single": _single}
         self._views = {}                # (base, shape) -> name
+        self._helpers = {}              # id(function) -> its name in the namespace
         self._ops = {}                  # id(OpDef) -> its name in the namespace
 
     def bind(self, hint, op, attrs):
@@ -245,182 +248,157 @@ class _Module:
     def is_static(self, name):
         return name in self.static
 
+    def helper(self, fn):
+        name = self._helpers.get(id(fn))
+        if name is None:
+            name = self._helpers[id(fn)] = self.names.name(fn.__name__)
+            self.namespace[name] = fn
+        return name
+
     def temp(self, hint):
         return self.names.name(hint)
 
 
-def generate(graph, plan=None, is_train=False):
-    """The Program of ``graph`` (shapes and dtypes inferred where known).
+class CpuMemoryPolicy(MemoryPolicy):
+    """The cpu backend's answers to ``plan_memory``: a node with a lowering writes into
+    buffers (in place and with scratch as its lowering says, or as a view), any other node
+    calls its op's compute (arrays of its own, views of its inputs when ``op.views``);
+    outputs are allocated fresh each call. It also holds what generation needs: each node's
+    Site and Lowering, and the module's names."""
 
-    ``plan`` (the pipeline's ``MemoryPlan``) is accepted and not used: buffers are planned
-    here, because only the generator knows that a compute may return a view of its input
-    (whose buffer must then outlive the view) and which inputs a lowering still reads after
-    it first writes its output (``softsign``: no in place)."""
-    return _Generator(graph, is_train).run()
-
-
-def build_cpu_executable(graph, plan, ctx, is_train):
-    """The hook of ``compiler.pipeline.compile_graph`` for cpu contexts: a CpuExecutable."""
-    from ...executor.cpu import CpuExecutable
-
-    return CpuExecutable(graph, generate(graph, plan, is_train), ctx, is_train)
-
-
-class _Generator:
-    """One generation: name values, pick rules, classify storage, plan buffers, emit."""
+    outputs = "fresh"
 
     def __init__(self, graph, is_train):
         self.graph, self.is_train = graph, is_train
         self.names = Namespace(_BUILDER_NAMES)
-        self.static = set()
-        self.module = _Module(self.names, self.static)
+        self.module = _Module(self.names, set())
+        self.readers = {graph.key(e) for n in graph.nodes for e in n.inputs}
+        self.readers |= {graph.key(e) for e in graph.outputs}
+        self.sites = {i: self._lower(i, node) for i, node in enumerate(graph.nodes)
+                      if not node.is_variable}
+        self.generated = False
+
+    def _lower(self, i, node):
+        """``(Lowering or None, Site or None)`` of node ``i``."""
+        g = self.graph
+        ins = [g.key(e) for e in node.inputs]
+        outs = [(i, k) for k in range(node.num_outputs)]
+        shapes = [g.shapes.get(key) for key in ins + outs]
+        dtypes = [g.dtypes.get(key) for key in ins + outs]
+        if not all(known(s) or s == () for s in shapes) or any(t is None for t in dtypes):
+            return None, None
+        n = len(ins)
+        site = Site(node, shapes[:n], dtypes[:n], shapes[n:], dtypes[n:], self.is_train,
+                    self.module)
+        site.used = [key in self.readers for key in outs]
+        try:
+            lowering = lowering_of(site)
+            memory = None if lowering is None else NodeMemory(
+                "view" if lowering.kind == "view" else "out", lowering.inplace_inputs(site),
+                lowering.scratch_buffers(site), lowering.private_buffers(site))
+        except Exception:  # a lowering that cannot judge these attributes: call compute
+            return None, None
+        site.memory = memory
+        for shape, _ in [] if memory is None else [*memory.scratch, *memory.private]:
+            check_elements(shape, f"node {display(node.name)}: a buffer of its lowering")
+        return lowering, site
+
+    def node(self, graph, i):
+        lowering, site = self.sites[i]
+        return NodeMemory("compute") if lowering is None else site.memory
+
+
+def generate(graph, plan=None, is_train=False):
+    """The Program of ``graph`` (shapes and dtypes inferred where known), laid out by
+    ``plan``: the pipeline's MemoryPlan made with a ``CpuMemoryPolicy`` (planned here when
+    None or made for another backend)."""
+    policy = getattr(plan, "policy", None)
+    if (not isinstance(policy, CpuMemoryPolicy) or policy.generated or policy.graph is not graph
+            or policy.is_train != is_train):
+        policy = CpuMemoryPolicy(graph, is_train)
+        plan = plan_memory(graph, policy=policy)
+    policy.generated = True
+    return _Emitter(_Generator(graph, plan, policy)).program()
+
+
+def build_cpu_executable(graph, plan, ctx, is_train, flags=None):
+    """The executable of the backend registered for cpu (``executor/cpu.py``)."""
+    from ..pipeline import backend_for
+
+    return backend_for("cpu").build(graph, plan, ctx, is_train, flags or {})
+
+
+class _Generator:
+    """The values of one generation, named after the graph and stored as ``plan`` says."""
+
+    def __init__(self, graph, plan, policy):
+        self.graph, self.plan, self.is_train = graph, plan, policy.is_train
+        self.names, self.module = policy.names, policy.module
+        self.static = self.module.static
+        self.sites = policy.sites     # node index -> (Lowering or None, Site or None)
         self.values: dict = {}
-        self.sites: dict = {}      # node index -> (Rule or None, Site or None)
-        self.slots: list = []
-        self.scratch: dict = {}    # node index -> keys of its scratch values
         self.outputs = [graph.key(e) for e in graph.outputs]
         self._output_set = set(self.outputs)
-        self.readers = self._readers()
-
-    def run(self):
+        self.readers = {graph.key(e) for n in graph.nodes for e in n.inputs}
         self._make_values()
-        self._choose_rules()
-        self._classify()
-        self._lifetimes()
-        self._assign_slots()
-        return _Emitter(self).program()
+        self.slots = self._slots()
+        self._privates()
 
-    # -- values and rules ---------------------------------------------------------------
-    def _make_values(self):
-        g = self.graph
-        for i, node in enumerate(g.nodes):
-            out_names = [node.name] if node.is_variable else [node.name] + [
-                f"{node.name}_{n}" for n in node.op.output_names(node.attrs)[1:]]
-            for k in range(node.num_outputs):
-                hint = out_names[k] if k < len(out_names) else f"{node.name}_{k}"
-                dtype = g.dtypes.get((i, k))
-                self.values[(i, k)] = _Value((i, k), self.names.name(hint), g.shapes.get((i, k)),
-                                             None if dtype is None else np.dtype(dtype))
-
-    def _site(self, i, node):
-        ins = [self.values[self.graph.key(e)] for e in node.inputs]
-        outs = [self.values[(i, k)] for k in range(node.num_outputs)]
-        every = ins + outs
-        if not all(known(v.shape) or v.shape == () for v in every):
-            return None
-        if any(v.dtype is None for v in every):
-            return None
-        site = Site(node, [v.shape for v in ins], [v.dtype for v in ins],
-                    [v.shape for v in outs], [v.dtype for v in outs], self.is_train, self.module)
-        site.used = [self.is_used(v.key) for v in outs]
-        return site
-
-    def _choose_rules(self):
-        for i, node in enumerate(self.graph.nodes):
-            if node.is_variable:
-                continue
-            site = self._site(i, node)
-            try:
-                rule = rule_for(site) if site is not None else None
-            except Exception:  # a rule that cannot judge these attributes: call compute
-                rule = None
-            self.sites[i] = (rule, site)
-            if rule is not None and rule.scratch is not None:
-                for k, (shape, dtype) in enumerate(rule.scratch(site)):
-                    check_elements(shape, f"node {display(node.name)}: scratch buffer")
-                    key = ("scratch", i, k)
-                    self.values[key] = _Value(key, self.names.name(f"{node.name}_scratch{k}"),
-                                              tuple(shape), np.dtype(dtype), "slot",
-                                              frozenset([key]), last=i)
-                    self.scratch.setdefault(i, []).append(key)
-
-    # -- storage and lifetimes ----------------------------------------------------------
     def is_used(self, key):
         """True when a node or the graph's outputs read value ``key``."""
         return key in self.readers or key in self._output_set
 
-    def _classify(self):
-        outputs, readers = self._output_set, self.readers
-        for i, node in enumerate(self.graph.nodes):
-            if node.is_variable:
-                v = self.values[(i, 0)]
-                v.storage, v.roots = "input", frozenset([v.key])
-                continue
-            rule, _ = self.sites[i]
-            inherited = frozenset().union(*(self.values[self.graph.key(e)].roots
-                                             for e in node.inputs))
+    def _make_values(self):
+        g, plan = self.graph, self.plan
+        for i, node in enumerate(g.nodes):
+            out_names = [node.name] if node.is_variable else [node.name] + [
+                f"{node.name}_{n}" for n in node.op.output_names(node.attrs)[1:]]
             for k in range(node.num_outputs):
-                v = self.values[(i, k)]
-                used = k == 0 or (i, k) in outputs or readers.get((i, k))
-                if rule is None or rule.kind == "view":
-                    v.storage, v.roots = "alias", inherited | {v.key}
-                elif not used:
-                    v.storage = "skip"
+                key = (i, k)
+                hint = out_names[k] if k < len(out_names) else f"{node.name}_{k}"
+                dtype = g.dtypes.get(key)
+                v = _Value(key, self.names.name(hint), g.shapes.get(key),
+                           None if dtype is None else np.dtype(dtype))
+                v.roots = plan.aliases.get(key, frozenset([key]))
+                v.last = max(plan.ends.get(key, i), i)
+                if node.is_variable:
+                    v.storage = "input"
+                elif key in plan.storage:
+                    v.storage, v.slot = "slot", plan.storage[key]
+                    v.inplace = key in plan.inplace
+                elif key in plan.aliases or self.sites[i][0] is None:
+                    v.storage = "alias"
+                elif key in plan.fresh:
+                    v.storage = "fresh"
                 else:
-                    v.storage = "fresh" if v.key in outputs else "slot"
-                    v.roots = frozenset([v.key])
+                    v.storage = "skip"
+                self.values[key] = v
 
-    def _readers(self):
-        readers = {}
-        for i, node in enumerate(self.graph.nodes):
-            for e in node.inputs:
-                readers.setdefault(self.graph.key(e), []).append(i)
-        return readers
+    def _slots(self):
+        slots = [_Slot(size) for size in self.plan.buffers]
+        members = [(v.key[0], v.key[1], v) for v in self.values.values() if v.storage == "slot"]
+        for i, bufs in self.plan.scratch.items():
+            name = self.graph.nodes[i].name
+            for k, (buf, shape, dtype) in enumerate(bufs):
+                key = ("scratch", i, k)
+                v = self.values[key] = _Value(key, self.names.name(f"{name}_scratch{k}"), shape,
+                                              dtype, "slot", frozenset([key]), i, buf)
+                members.append((i, -1, v))  # before the node's outputs
+        for _, _, v in sorted(members, key=lambda m: m[:2]):
+            slots[v.slot].members.append(v)
+        return slots
 
-    def _lifetimes(self):
-        end_of_program = len(self.graph.nodes)
-        for key, nodes in self.readers.items():
-            self.values[key].last = max(nodes)
-        for key in self.outputs:
-            self.values[key].last = end_of_program
-        for v in self.values.values():
-            for root in v.roots:
-                owner = self.values[root]
-                owner.end = max(owner.end, v.last, owner.last)
+    def scratch_names(self, i):
+        return [self.values[("scratch", i, k)].name
+                for k in range(len(self.plan.scratch.get(i, ())))]
 
-    # -- buffers ------------------------------------------------------------------------
-    def _assign_slots(self):
-        for i, node in enumerate(self.graph.nodes):
-            keys = self.scratch.get(i, []) + [(i, k) for k in range(
-                0 if node.is_variable else node.num_outputs)]
-            for key in keys:  # scratch first: it dies here, so outputs cannot take it
-                v = self.values[key]
-                if v.storage != "slot":
-                    continue
-                slot = self._inplace_slot(i, node, v) if key == (i, 0) else None
-                v.inplace = slot is not None
-                if slot is None:
-                    slot = self._free_slot(i, v.nbytes)
-                v.slot = slot
-                s = self.slots[slot]
-                s.capacity, s.end = max(s.capacity, v.nbytes), max(s.end, v.end)
-                s.members.append(v)
-
-    def _inplace_slot(self, i, node, v):
-        """The slot of an input that dies here and that output 0 may overwrite: read only
-        where the rule allows, and through no other input (a view of it), else None."""
-        rule, site = self.sites[i]
-        keys = [self.graph.key(e) for e in node.inputs]
-        allowed = set(rule.inplace_inputs(site))
-        for j in sorted(allowed):
-            u = self.values[keys[j]]
-            elsewhere = [n for n, key in enumerate(keys) if n not in allowed and key == u.key]
-            aliased = [key for key in keys if key != u.key and u.key in self.values[key].roots]
-            if (u.storage == "slot" and u.end == i and u.shape == v.shape
-                    and u.dtype == v.dtype and not elsewhere and not aliased):
-                return u.slot
-        return None
-
-    def _free_slot(self, i, nbytes):
-        """Best fit among the slots free at node ``i`` (grown if need be), else a new one."""
-        free = [n for n, s in enumerate(self.slots) if s.end < i]
-        fitting = [n for n in free if self.slots[n].capacity >= nbytes]
-        if fitting:
-            return min(fitting, key=lambda n: self.slots[n].capacity)
-        if free:
-            return max(free, key=lambda n: self.slots[n].capacity)
-        self.slots.append(_Slot(0, -1))
-        return len(self.slots) - 1
+    def _privates(self):
+        for i, bufs in self.plan.private.items():
+            site = self.sites[i][1]
+            site.privates = [self.module.define(
+                f"{self.graph.nodes[i].name}_private{k}",
+                f"np.zeros({tuple(shape)!r}, {_dtype_expr(dtype)})")
+                for k, (shape, dtype) in enumerate(bufs)]
 
 
 class _Emitter:
@@ -452,7 +430,7 @@ class _Emitter:
         fallback = [n.name for i, n in enumerate(self.graph.nodes)
                     if not n.is_variable and self.gen.sites[i][0] is None]
         return Program("\n".join(text) + "\n", self.namespace, line_nodes, lowered, fallback,
-                       sum(s.capacity for s in self.gen.slots))
+                       self.gen.plan.buffer_bytes)
 
     def _header(self):
         gen = self.gen
@@ -460,11 +438,13 @@ class _Emitter:
         lowered = sum(1 for rule, _ in gen.sites.values() if rule is not None)
         count = len(gen.slots)
         size = _size(sum(s.capacity for s in gen.slots))
+        private = gen.plan.private_bytes
+        extra = f" and {_size(private)} private to nodes" if private else ""
         return "\n".join([
             f"# hybridgpu cpu program, {'train' if gen.is_train else 'predict'} mode: {nodes} "
             f"nodes ({lowered} as NumPy calls with out=, {nodes - lowered} calling compute)",
-            f"# {count} buffer{'s' * (count != 1)} ({size}) preallocated and reused; outputs "
-            "are allocated fresh each call",
+            f"# {count} buffer{'s' * (count != 1)} ({size}){extra} preallocated and reused; "
+            "outputs are allocated fresh each call",
             "# from the builder: np; bind(op, **attrs) = op.compute with np and attrs fixed;",
             "#   owned(x, *others) = x, or a copy if it may share memory with others; "
             "op_<Name> = OpDefs"])
@@ -525,7 +505,7 @@ class _Emitter:
         lines = []
         dying = {}
         for key, v in self.values.items():
-            if v.storage == "alias" and key not in self.keep and v.last >= 0:
+            if v.storage == "alias" and key not in self.keep and self.gen.is_used(key):
                 dying.setdefault(v.last, []).append(v.name)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable:
@@ -543,7 +523,7 @@ class _Emitter:
         outs = [self.values[(i, k)] for k in range(node.num_outputs)]
         site.ins = ins
         site.outs = [None if v.storage == "skip" else v.name for v in outs]
-        site.scratch = [self.values[key].name for key in self.gen.scratch.get(i, ())]
+        site.scratch = self.gen.scratch_names(i)
         lines = [f"{v.name} = np.empty({v.shape!r}, {_dtype_expr(v.dtype)})"
                  for v in outs if v.storage == "fresh"]
         return lines + list(rule.emit(site))
@@ -567,9 +547,10 @@ class _Emitter:
 
     # -- outputs ------------------------------------------------------------------------
     def _return_line(self):
-        returned, parts = [], []
-        for key in self.gen.outputs:
-            parts.append(self._output_expr(self.values[key], returned))
+        returned, parts, copies = [], [], set(self.gen.plan.output_copies)
+        for pos, key in enumerate(self.gen.outputs):
+            v = self.values[key]
+            parts.append(f"{v.name}.copy()" if pos in copies else self._output_expr(v, returned))
             returned.append(key)
         return f"return [{', '.join(parts)}]"
 

@@ -34,7 +34,8 @@ from .fold import CONSTANT, constant_node, constant_value, fold
 from .fuse_elementwise import FusedOp, fuse_elementwise
 from .infer_shape import infer_shape
 from .infer_type import infer_type
-from .plan_memory import MemoryPlan, plan_memory
+from .plan_memory import MemoryPlan, MemoryPolicy, NodeMemory, plan_memory
 
 __all__ = ["infer_shape", "infer_type", "dce", "fold", "cse", "decompose", "fuse_elementwise",
-           "plan_memory", "MemoryPlan", "FusedOp", "CONSTANT", "constant_node", "constant_value"]
+           "plan_memory", "MemoryPlan", "MemoryPolicy", "NodeMemory", "FusedOp", "CONSTANT",
+           "constant_node", "constant_value"]
