@@ -56,10 +56,6 @@ LAYERS = (
 #: Imports allowed against the order for now, each (importer module, imported module) with why.
 #: Each must still exist: remove an entry when its import goes away.
 KNOWN_EXCEPTIONS = {
-    # TODO(issue 9): fixed by h9a's backend registry (compiler looks backends up by device type,
-    # so the compiler no longer imports the cpu executor; executor/cpu.py imports the pipeline).
-    ("hybridgpu.compiler.codegen.python", "hybridgpu.executor.cpu"):
-        "the cpu codegen builds the cpu executable",
     # TODO(issue 9): MXNet's Symbol.bind/simple_bind/eval compile the graph; the Executor API
     # belongs above the compiler (or reaches it through the backend registry).
     ("hybridgpu.symbol.executor", "hybridgpu.compiler"):
