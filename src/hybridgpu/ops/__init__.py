@@ -27,6 +27,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     norm,
     pool,
     random,
+    random_dists,
     reduce,
     shape,
     sort,
