@@ -38,3 +38,7 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "lr_scheduler",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
+
+from . import operator  # noqa: E402  (mx.operator: CustomOp, CustomOpProp, register)
+
+__all__ += ["operator"]

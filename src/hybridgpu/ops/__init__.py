@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     assign,
     conv,
     creation,
+    custom,
     elemwise_binary,
     elemwise_unary,
     histogram,

@@ -17,6 +17,7 @@ populate(globals())
 # readers win over generated functions of the same name.
 # methods attaches x.reshape(), x.sum(), ... to Symbol; printing attaches Symbol.debug_str
 from . import methods, printing  # noqa: E402, F401
+from .custom import Custom  # noqa: E402, F401
 from .functions import *  # noqa: E402, F403
 from .functions import __all__ as _functions_all  # noqa: E402
 from .json_format import fromjson, load, load_json  # noqa: E402
