@@ -39,6 +39,6 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
 
-from . import operator  # noqa: E402  (mx.operator: CustomOp, CustomOpProp, register)
+from . import operator, viz  # noqa: E402  (mx.operator: CustomOp; mx.viz: summaries, plots)
 
-__all__ += ["operator"]
+__all__ += ["operator", "viz"]
