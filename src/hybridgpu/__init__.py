@@ -39,6 +39,6 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
 
-from . import operator, viz  # noqa: E402  (mx.operator: CustomOp; mx.viz: summaries, plots)
+from . import operator, profiler, viz  # noqa: E402  (CustomOp; profiling; network pictures)
 
-__all__ += ["operator", "viz"]
+__all__ += ["operator", "profiler", "viz"]
