@@ -39,6 +39,6 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
 
-from . import operator, profiler, viz  # noqa: E402  (CustomOp; profiling; network pictures)
+from . import onnx, operator, profiler, viz  # noqa: E402  (ONNX export, CustomOp, profiling, pictures)
 
-__all__ += ["operator", "profiler", "viz"]
+__all__ += ["onnx", "operator", "profiler", "viz"]
