@@ -65,6 +65,7 @@ def test_indexed_file_both_ways(tmp_path):
 
 
 def test_image_records_round_trip():
+    pytest.importorskip("PIL")
     rng = np.random.RandomState(0)
     bgr = rng.randint(0, 256, (6, 5, 3)).astype(np.uint8)
     header = recordio.IRHeader(0, 2.0, 11, 0)
