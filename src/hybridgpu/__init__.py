@@ -39,7 +39,7 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
 
-# images, ONNX export, CustomOp, profiling, RecordIO files, network pictures
-from . import image, onnx, operator, profiler, recordio, viz  # noqa: E402
+# ONNX export, CustomOp, profiling, network pictures (issue 12)
+from . import onnx, operator, profiler, viz  # noqa: E402
 
-__all__ += ["image", "onnx", "operator", "profiler", "recordio", "viz"]
+__all__ += ["onnx", "operator", "profiler", "viz"]
