@@ -312,7 +312,7 @@ def test_construction_errors():
     with pytest.raises(ValueError, match="optimizer_params must be None"):
         Trainer([w], opt_mod.SGD(), {"learning_rate": 0.1})
     with pytest.raises(MXNetError, match="distributed training is not supported"):
-        Trainer([w], "sgd", kvstore="dist_sync")
+        Trainer([w], "sgd", kvstore="dist_async")
     with pytest.raises(MXNetError, match="Unknown kvstore type 'foo'"):
         Trainer([w], "sgd", kvstore="foo")
     for kv in ("device", "local", None):

@@ -14,6 +14,7 @@ from . import (
     base,
     context,
     gluon,
+    image,
     initializer,
     lr_scheduler,
     metric,
@@ -22,6 +23,7 @@ from . import (
     ops,
     optimizer,
     random,
+    recordio,
     symbol,
 )
 from .attribute import AttrScope
@@ -33,12 +35,41 @@ sym = symbol
 init = initializer
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """MXNet's other names: aliases (``mx.img``, ``mx.rnd``) resolve; a name MXNet 1.9.1 has
+    and hybridgpu does not raises an AttributeError saying why (``mxnet_surface``)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from .mxnet_surface import SURFACE, missing_attribute
+
+    status, target = SURFACE.get(name, (None, None))
+    if status == "alias":
+        return globals()[target]
+    raise missing_attribute(name)
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
            "gluon", "initializer", "init", "autograd", "metric", "optimizer",
-           "lr_scheduler",
+           "lr_scheduler", "recordio", "image",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
 
+# MXNet 1.x's training surface beyond Gluon (issue 12): data iterators, Module, checkpoints,
+# callbacks, kvstore, test helpers.
+from . import io  # noqa: E402
+
+__all__ += ["io"]
+from . import callback, model  # noqa: E402
+
+__all__ += ["callback", "model"]
+from . import kvstore, module  # noqa: E402
+
+kv = kvstore
+mod = module
+__all__ += ["kvstore", "kv", "module", "mod"]
+from . import test_utils  # noqa: E402
+
+__all__ += ["test_utils"]
 # ONNX export, CustomOp, profiling, network pictures (issue 12)
 from . import onnx, operator, profiler, viz  # noqa: E402
 

@@ -8,10 +8,32 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["MXNetError", "NotImplementedForSymbol", "mx_real_t"]
+__all__ = ["MXNetError", "NotImplementedForSymbol", "mx_real_t", "DTYPE_TO_FLAG",
+           "dtype_of_flag"]
 
 #: The default floating point type, as in MXNet.
 mx_real_t = "float32"
+
+#: MXNet's numeric dtype flags, the one table of them: a variable's ``__dtype__`` in symbol
+#: JSON and the type field of an array in a ``.params`` file.
+DTYPE_TO_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+                 "int64": 6, "bool": 7}
+_FLAG_TO_DTYPE = {flag: name for name, flag in DTYPE_TO_FLAG.items()}
+
+
+def dtype_of_flag(flag):
+    """The dtype name of MXNet's numeric dtype ``flag`` (an int, or its digits as JSON writes
+    them); None for a flag without a dtype here.
+
+    Example:
+        >>> dtype_of_flag(0), dtype_of_flag("6"), dtype_of_flag(12)
+        ('float32', 'int64', None)
+    """
+    if isinstance(flag, str):
+        if not flag.isdigit():
+            return None
+        flag = int(flag)
+    return _FLAG_TO_DTYPE.get(flag)
 
 
 class MXNetError(RuntimeError):

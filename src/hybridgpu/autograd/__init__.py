@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import contextlib
 
-from .. import modes
+from .. import modes, tape
 from .. import ndarray as nd
 from ..base import MXNetError
 from .function import Function
-from .reverse import run_backward
-from .tape import AGInfo, install
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "Function"]
-
-install()
 
 is_recording = modes.is_recording
 is_training = modes.is_training
@@ -69,17 +65,7 @@ def predict_mode():
 
 def mark_variables(variables, gradients, grad_reqs="write"):
     """Track ``variables``; their gradients go into ``gradients`` (arrays of the same shape)."""
-    variables = variables if isinstance(variables, (list, tuple)) else [variables]
-    gradients = gradients if isinstance(gradients, (list, tuple)) else [gradients]
-    reqs = grad_reqs if isinstance(grad_reqs, (list, tuple)) else [grad_reqs] * len(variables)
-    if not len(variables) == len(gradients) == len(reqs):
-        raise MXNetError(f"mark_variables: {len(variables)} variables, {len(gradients)} "
-                         f"gradients and {len(reqs)} grad_reqs must match")
-    for var, g, req in zip(variables, gradients, reqs):
-        if req not in ("write", "add", "null"):
-            raise MXNetError(f"mark_variables: grad_req must be 'write', 'add' or 'null', got "
-                             f"{req!r}")
-        var._ag = AGInfo(grad=g, grad_req=req)
+    tape.mark_variables(variables, gradients, grad_reqs)
 
 
 def _as_list(x):
@@ -91,19 +77,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     gradient buffers (``grad_req`` 'write' replaces, 'add' accumulates)."""
     heads = _as_list(heads)
     head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
-    if len(head_grads) != len(heads):
-        raise MXNetError(f"backward: {len(head_grads)} head_grads for {len(heads)} heads")
-    leaves, grads = run_backward(heads, head_grads, retain_graph=retain_graph)
-    for key, var in leaves.items():
-        info = var._ag
-        if info.grad_req == "null" or info.grad is None:
-            continue
-        g = grads[key]
-        if info.grad_req == "add":
-            info.grad[:] = info.grad + g
-        else:
-            info.grad[:] = g
-        info.fresh = True
+    tape.backward(heads, head_grads, nd, retain_graph=retain_graph)
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
@@ -118,6 +92,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                              "mark_variables) before recording")
     head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads)
     retain = create_graph if retain_graph is None else retain_graph
-    _, grads = run_backward(heads, head_grads, retain_graph=retain, create_graph=create_graph)
+    _, grads = tape.run_backward(heads, head_grads, nd, retain_graph=retain,
+                                 create_graph=create_graph)
     out = [grads.get(id(v)) for v in variables]
     return [nd.zeros_like(v) if g is None else g for g, v in zip(out, variables)]

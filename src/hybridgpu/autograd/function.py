@@ -22,9 +22,8 @@ Example:
 
 from __future__ import annotations
 
-from .. import modes
+from .. import modes, tape
 from ..base import MXNetError
-from .tape import AGInfo, TapeNode
 
 __all__ = ["Function"]
 
@@ -66,8 +65,5 @@ class Function:
         with modes.recording(False):
             outputs = self.forward(*inputs)
         outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        if modes.is_recording() and any(x._ag is not None for x in inputs):
-            node = TapeNode(_FunctionOp(self), {}, inputs, outs, modes.is_training())
-            for k, out in enumerate(outs):
-                out._ag = AGInfo(node=node, index=k)
+        tape.record(_FunctionOp(self), {}, inputs, outs)
         return outputs

@@ -16,8 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from .. import modes, random_state
-from ..autograd.tape import AGInfo, TapeNode
+from .. import modes, random_state, tape
 from ..compiler import compile_graph
 from ..graph import infer_shapes, infer_types
 from ..ndarray import NDArray
@@ -104,8 +103,5 @@ def run_recorded(block, trace, flat, ctx):
     count = plan.plan.num_outputs
     values.update(zip(plan.plan.saved_names, results[count:]))
     outputs = [NDArray(r, ctx) for r in results[:count]]
-    node = TapeNode(_TracedGradient(block, plan, values, ctx), {},
-                    [arrays[n] for n in wrt], outputs, is_train)
-    for k, out in enumerate(outputs):
-        out._ag = AGInfo(node=node, index=k)
+    tape.record(_TracedGradient(block, plan, values, ctx), {}, [arrays[n] for n in wrt], outputs)
     return outputs

@@ -13,7 +13,9 @@ flag ``data._ag.fresh`` on each copy's data array, which ``backward`` sets and t
 clears after updating. Parameters with ``grad_req='null'`` are skipped.
 
 Single process: ``kvstore`` may be ``'device'``, ``'local'``, ``'nccl'`` or None and selects
-nothing: gradients are always summed in process, and distributed kvstores raise. The weights
+nothing: gradients are always summed in process, and distributed kvstores raise. A
+``KVStore`` object (``mx.kv.create(...)``) sums each Parameter's gradients through its
+``pushpull`` (key: the Parameter's index) before the local update. The weights
 come out as MXNet's, with these differences kept on purpose:
 
 - ``kvstore=None`` with several contexts sums the gradients too (MXNet then updates each copy
@@ -49,6 +51,9 @@ import warnings
 
 from .. import optimizer as opt
 from ..base import MXNetError
+from ..kvstore import KVStore
+from ..kvstore import create as create_kvstore
+from ..kvstore.dist import DIST_TYPES, DistKVStore
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
 from ..serialization import ndarray_file
@@ -82,7 +87,10 @@ class Trainer:
         self._params = _param_list(params)
         self._param2idx = {p.name: i for i, p in enumerate(self._params)}
         _check_kvstore(kvstore)
+        if isinstance(kvstore, str) and kvstore in DIST_TYPES:
+            kvstore = create_kvstore(kvstore)
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._params_synced = False
         if compression_params:
             warnings.warn("Trainer: compression_params are ignored; hybridgpu sums gradients "
                           "in process, uncompressed", stacklevel=2)
@@ -92,7 +100,18 @@ class Trainer:
             self._contexts += [c for c in param.list_ctx() if c not in self._contexts]
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
+        self._sync_parameters(initialized_only=True)
 
+    def _sync_parameters(self, initialized_only=False):
+        """With a distributed kvstore, give every worker rank 0's parameters (MXNet's workers
+        pull what worker 0 initialized): at creation for initialized parameters, and before
+        the first update for every parameter (deferred ones included)."""
+        kv = self._kvstore_params["kvstore"]
+        if self._params_synced or not isinstance(kv, DistKVStore):
+            return
+        ready = [p for p in self._params if not initialized_only or p._data is not None]
+        kv.broadcast_parameters(ready)
+        self._params_synced = len(ready) == len(self._params)
     def _init_optimizer(self, optimizer, optimizer_params):
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, opt.Optimizer):
@@ -140,8 +159,14 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _allreduce_grads(self):
-        for param in self._params:
-            if param.grad_req != "null":
+        self._sync_parameters()
+        kv = self._kvstore_params["kvstore"]
+        for index, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            if isinstance(kv, KVStore):
+                _sum_through_kvstore(kv, index, param.list_grad())
+            else:
                 _sum_into_every_copy(param.list_grad())
 
     def _update(self, ignore_stale_grad):
@@ -242,14 +267,17 @@ def _param_list(params):
 
 
 def _check_kvstore(kvstore):
-    if kvstore is None or kvstore is False:
+    if kvstore is None or kvstore is False or isinstance(kvstore, KVStore):
         return
     if not isinstance(kvstore, str):
-        raise TypeError(f"kvstore must be a str or None, got {type(kvstore).__name__}: "
-                        "hybridgpu has no KVStore objects")
+        raise TypeError(f"kvstore must be a str, a KVStore or None, got "
+                        f"{type(kvstore).__name__}")
+    if kvstore in DIST_TYPES:
+        return
     if kvstore.startswith("dist") or kvstore in ("horovod", "byteps"):
         raise MXNetError(f"kvstore {kvstore!r}: distributed training is not supported by "
-                         "hybridgpu (one process); use 'device' or 'local'")
+                         "hybridgpu except 'dist_sync' over MPI; use 'dist_sync', 'device' or "
+                         "'local'")
     if kvstore not in _LOCAL_KVSTORES:
         raise MXNetError(f"Unknown kvstore type {kvstore!r}; hybridgpu accepts "
                          f"{', '.join(map(repr, _LOCAL_KVSTORES))} or None")
@@ -272,6 +300,14 @@ def _sum_into_every_copy(grads):
     for g in grads:
         with g.context.scope():
             g._data[...] = to_device_array(total, first.context, g.context, copy=False)
+
+
+def _sum_through_kvstore(kv, key, grads):
+    """Write the sum of ``grads`` into each of them through ``kv`` (initialized on first
+    use with the key's shape)."""
+    if key not in kv:
+        kv.init(key, grads[0])
+    kv.pushpull(key, grads, out=grads)
 
 
 def _leaves(state):

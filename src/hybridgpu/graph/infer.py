@@ -20,8 +20,10 @@ Example:
 
 from __future__ import annotations
 
-from ..base import MXNetError
+from ..base import MXNetError, dtype_of_flag
+from ..limits import check_elements
 from ..ops.rules import known, merge_shapes
+from ..safe_text import display
 
 __all__ = ["infer_shapes", "infer_types", "unknown_inputs", "InferenceError"]
 
@@ -43,9 +45,13 @@ def _merge(graph, key, new, node, what):
     try:
         merged = merge_shapes(old, tuple(new))
     except MXNetError:
-        raise InferenceError(f"shape conflict at node {node.name!r} ({what}): {old} vs "
+        raise InferenceError(f"shape conflict at node {display(node.name)} ({what}): {old} vs "
                              f"{tuple(new)}", node.name) from None
     if merged != old:
+        try:
+            check_elements(merged, f"node {display(node.name)} ({what})")
+        except MXNetError as err:
+            raise InferenceError(str(err), node.name) from None
         graph.shapes[key] = merged
         return True
     return False
@@ -139,13 +145,10 @@ def infer_types(graph, given):
             break
 
 
-# MXNet writes __dtype__ as its numeric type flag.
-_TYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32",
-               "5": "int8", "6": "int64", "7": "bool"}
-
-
 def _dtype_attr(node):
+    """A variable's ``__dtype__``: MXNet writes its numeric type flag (a name passes through)."""
     flag = node.extra.get("__dtype__")
     if flag is None:
         return None
-    return _TYPE_FLAGS.get(str(flag), flag)
+    name = dtype_of_flag(flag)
+    return flag if name is None else name

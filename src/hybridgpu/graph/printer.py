@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+from ..safe_text import display
+
 __all__ = ["format_graph", "format_node"]
 
 
@@ -38,13 +40,14 @@ def _type(graph, i, num_outputs):
 
 
 def format_node(graph, i):
-    """The line of node ``i``."""
+    """The line of node ``i`` (names and string attributes escaped when not printable)."""
     node = graph.nodes[i]
     typ = _type(graph, i, node.num_outputs)
     if node.is_variable:
-        return f"%{i} = var {node.name}{typ}"
+        return f"%{i} = var {display(node.name)}{typ}"
     args = ", ".join(_ref(graph, e) for e in node.inputs)
-    attrs = " ".join(f"{k}={v}" for k, v in node.given_attrs.items())
+    attrs = " ".join(f"{k}={display(v) if isinstance(v, str) else v}"
+                     for k, v in node.given_attrs.items())
     return f"%{i} = {node.op.name}({args}){' ' + attrs if attrs else ''}{typ}"
 
 

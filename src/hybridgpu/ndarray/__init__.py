@@ -7,7 +7,7 @@ Example:
     array([0., 2.], dtype=float32)
 """
 
-from . import _internal, contrib, linalg, methods, random  # noqa: F401  (methods: attaches)
+from . import _internal, contrib, linalg, methods, operators, random  # noqa: F401  (attach methods)
 from .creation import *  # noqa: F403
 from .creation import __all__ as _creation_all
 from .imperative import invoke

@@ -2,7 +2,7 @@
 
 Every ``nd.*`` function and NDArray operator comes here. It checks that the inputs share one
 context, runs ``op.compute`` with that context's array module, wraps the outputs, writes into
-``out=`` when given, and tells the autograd recorder (when one is installed and recording).
+``out=`` when given, and hands the call to ``tape.record`` while recording.
 
 Example:
     >>> from hybridgpu import nd, ops
@@ -15,22 +15,12 @@ Example:
 
 from __future__ import annotations
 
-from .. import modes, random_state
+from .. import modes, random_state, tape
 from ..base import MXNetError
 from ..context import current_context
+from .ndarray import NDArray
 
-__all__ = ["invoke", "set_recorder"]
-
-NDArray = None  # set by ndarray.py (the class is defined after this module)
-
-# Called as recorder(op, attrs, inputs, outputs) for every op run while recording; set by autograd.
-_recorder = [None]
-
-
-def set_recorder(fn):
-    """Install the autograd recorder (``None`` removes it); returns the previous one."""
-    old, _recorder[0] = _recorder[0], fn
-    return old
+__all__ = ["invoke"]
 
 
 def _common_context(op, inputs):
@@ -98,12 +88,12 @@ def invoke(op, inputs, attrs, out=None, ctx=None):
         result = _run_compute(op, ctx, [x._data for x in inputs], attrs)
     if type(result) is not tuple:
         output = NDArray(result, ctx)
-        if _recorder[0] is not None and modes.is_recording():
-            _recorder[0](op, attrs, inputs, [output])
+        if modes.is_recording():
+            tape.record(op, attrs, inputs, [output])
         return output if out is None else _write_out(op, [output], out)[0]
     outputs = [NDArray(r, ctx) for r in result]
-    if _recorder[0] is not None and modes.is_recording():
-        _recorder[0](op, attrs, inputs, outputs)
+    if modes.is_recording():
+        tape.record(op, attrs, inputs, outputs)
     visible = outputs[:op.num_visible_outputs(attrs)]
     if out is not None:
         visible = _write_out(op, visible, out)

@@ -14,8 +14,9 @@ dimension"; ``slice_assign`` / ``slice_assign_scalar`` write into ``self`` and r
 ``diag(k=0)``; ``writable`` is a property (cpu arrays can be made read-only).
 
 Skipped here: the autograd attributes ``attach_grad``, ``backward``, ``grad`` and ``detach``
-(installed by the autograd package), and ``as_np_ndarray`` (hybridgpu has no ``mx.np`` array
-type). Everything else in MXNet's list is either here or in ``ndarray.py``.
+(defined in ``ndarray.py``, calling down into ``hybridgpu.tape``), and ``as_np_ndarray``
+(hybridgpu has no ``mx.np`` array type). Everything else in MXNet's list is either here or in
+``ndarray.py``.
 
 Example:
     >>> from hybridgpu import nd

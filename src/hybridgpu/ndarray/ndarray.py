@@ -1,7 +1,10 @@
 """``NDArray``: one NumPy (cpu) or CuPy (gpu) array plus its Context, with MXNet's behaviour.
 
-Operators dispatch to registry ops (``a + b`` is ``broadcast_add``, ``a + 1`` is
-``_plus_scalar``) through the one eager dispatch point, ``imperative.invoke``.
+This module is the array itself: data, context, host values, indexing, copies and the autograd
+attributes, which call down into ``hybridgpu.tape``. The dispatch point ``imperative.invoke``
+wraps op results in this class, so the few methods here that run an op (``astype``, ``T``,
+``reshape`` and ``copy`` of recorded arrays) import it when called; the operators (``a + b``)
+are attached by ``operators.py``.
 
 Example:
     >>> import hybridgpu as mx
@@ -14,20 +17,14 @@ Example:
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .. import modes, ops
+from .. import ops, tape
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..ops.reshape_codes import target_shape
-from . import imperative
-from .imperative import invoke
 
-__all__ = ["NDArray", "to_device_array"]
-
-_NOATTR: dict = {}
+__all__ = ["NDArray", "to_device_array", "check_not_recorded"]
 
 
 def to_device_array(data, src_ctx, dst_ctx, copy=True):
@@ -42,14 +39,6 @@ def to_device_array(data, src_ctx, dst_ctx, copy=True):
     if src_ctx is not None and src_ctx.is_gpu:
         return data.get()
     return np.array(data, copy=True) if copy else np.asarray(data)
-
-
-def _scalar_attr(value):
-    if isinstance(value, (bool, np.bool_)):
-        value = int(value)
-    if not isinstance(value, numbers.Number):
-        return None
-    return {"scalar": value}
 
 
 class NDArray:
@@ -106,6 +95,8 @@ class NDArray:
     @property
     def T(self):
         """The transpose (arrays of fewer than 2 dims are returned as they are)."""
+        from .imperative import invoke
+
         if self.ndim < 2:
             return self
         return invoke(ops.get("transpose"), [self], {"axes": ()})
@@ -147,12 +138,10 @@ class NDArray:
     # -- autograd -----------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
         """Track this array in ``autograd.record()``; its gradient appears in ``.grad``."""
-        from .. import autograd
-
         if stype not in (None, "default"):
             raise MXNetError(f"attach_grad: sparse gradient storage {stype!r} is not supported")
-        autograd.mark_variables([self], [NDArray(self._ctx.xp.zeros_like(self._data),
-                                                 self._ctx)], grad_req)
+        tape.mark_variables([self], [NDArray(self._ctx.xp.zeros_like(self._data), self._ctx)],
+                            grad_req)
 
     @property
     def grad(self):
@@ -176,32 +165,34 @@ class NDArray:
         return NDArray(self._data, self._ctx)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
-        """``autograd.backward(self, out_grad)``."""
-        from .. import autograd
+        """``autograd.backward(self, out_grad)``: gradients into every tracked variable."""
+        from .. import ndarray as nd  # the package: the ops the tape computes gradients with
 
-        autograd.backward([self], None if out_grad is None else [out_grad],
-                          retain_graph=retain_graph, train_mode=train_mode)
+        tape.backward([self], [out_grad], nd, retain_graph=retain_graph)
 
     # -- copies and conversions ---------------------------------------------------------
     def astype(self, dtype, copy=True):
         """A copy converted to ``dtype`` (the array itself if it already has it and
         ``copy=False``)."""
+        from .imperative import invoke
+
         if not copy and np.dtype(dtype) == self._data.dtype:
             return self
         return invoke(ops.get("cast"), [self], {"dtype": np.dtype(dtype).name})
 
     def copy(self):
         """A deep copy on the same context."""
-        if _tracked(self):
-            return invoke(ops.get("_copy"), [self], _NOATTR)
+        if tape.tracked(self):
+            from .imperative import invoke
+
+            return invoke(ops.get("_copy"), [self], {})
         return NDArray(to_device_array(self._data, self._ctx, self._ctx), self._ctx)
 
     def copyto(self, other):
         """Copy into NDArray ``other`` (same shape) or to a new array on Context ``other``."""
         if isinstance(other, Context):
             out = NDArray(to_device_array(self._data, self._ctx, other), Context(other))
-            if _tracked(self):
-                imperative._recorder[0](_DEVICE_COPY, {}, [self], [out])
+            tape.record(_DEVICE_COPY, {}, [self], [out])
             return out
         if isinstance(other, NDArray):
             if other is self:
@@ -235,7 +226,9 @@ class NDArray:
         if kwargs:
             raise TypeError(f"reshape got unexpected keyword arguments {sorted(kwargs)}")
         new_shape = target_shape(self.shape, tuple(shape), reverse)
-        if _tracked(self):  # recorded as the Reshape op, so gradients flow through it
+        if tape.tracked(self):  # recorded as the Reshape op, so gradients flow through it
+            from .imperative import invoke
+
             op = ops.get("Reshape")
             return invoke(op, [self], op.parse_attrs({"shape": new_shape}))
         return NDArray(self._data.reshape(new_shape), self._ctx)
@@ -298,11 +291,17 @@ class NDArray:
         return self._data.__dlpack_device__()
 
     def to_dlpack_for_read(self):
-        """A DLPack capsule of the data (shared memory)."""
+        """A DLPack capsule of the data (shared memory; NumPy consumers see it read-only)."""
         self.wait_to_read()
         return self._data.__dlpack__()
 
-    to_dlpack_for_write = to_dlpack_for_read
+    def to_dlpack_for_write(self):
+        """A DLPack 1.x capsule of the data (shared memory) that consumers may write into."""
+        self.wait_to_read()
+        try:
+            return self._data.__dlpack__(max_version=(1, 0))
+        except TypeError:  # an array module without versioned DLPack
+            return self._data.__dlpack__()
 
     def __reduce__(self):
         return (_rebuild, (self.asnumpy(), self._ctx))
@@ -328,12 +327,12 @@ class NDArray:
         if result.ndim == 0:
             result = result.reshape(1)
         out = NDArray(result, self._ctx)
-        if _tracked(self):
-            imperative._recorder[0](_INDEXING, {"key": self._index_key(key)}, [self], [out])
+        if tape.tracked(self):
+            tape.record(_INDEXING, {"key": self._index_key(key)}, [self], [out])
         return out
 
     def __setitem__(self, key, value):
-        _check_not_recorded(self, "x[...] = value")
+        check_not_recorded(self, "x[...] = value")
         if isinstance(value, NDArray):
             value = to_device_array(value._data, value._ctx, self._ctx, copy=False)
         elif isinstance(value, np.ndarray) and self._ctx.is_gpu:
@@ -345,9 +344,11 @@ class NDArray:
                              f"{err}") from None
 
 
-def _tracked(array):
-    """True when ``array`` is tracked by autograd and ops are being recorded."""
-    return array._ag is not None and imperative._recorder[0] is not None and modes.is_recording()
+def check_not_recorded(array, what):
+    """In-place writes would silently change values a recorded gradient needs."""
+    if tape.tracked(array):
+        raise MXNetError(f"Inplace operations ({what}) are not supported when recording with "
+                         "autograd: write y = x + 1 instead of x += 1")
 
 
 class _Indexing:
@@ -388,77 +389,3 @@ def _rebuild(array, ctx):
     return NDArray(to_device_array(array, None, ctx), ctx)
 
 
-# -- operators: one table, each entry (array op, scalar op, reflected scalar op) -----------------
-_BINARY = {
-    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
-    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
-    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
-    "truediv": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
-    "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
-    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
-}
-_COMPARE = {
-    "eq": ("broadcast_equal", "_equal_scalar"),
-    "ne": ("broadcast_not_equal", "_not_equal_scalar"),
-    "gt": ("broadcast_greater", "_greater_scalar"),
-    "ge": ("broadcast_greater_equal", "_greater_equal_scalar"),
-    "lt": ("broadcast_lesser", "_lesser_scalar"),
-    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar"),
-}
-
-
-def _binary_method(array_name, scalar_name):
-    array_op, scalar_op = ops.get(array_name), ops.get(scalar_name)
-
-    def method(self, other):
-        if isinstance(other, NDArray):
-            return invoke(array_op, [self, other], _NOATTR)
-        attrs = _scalar_attr(other)
-        if attrs is None:
-            return NotImplemented
-        return invoke(scalar_op, [self], attrs)
-
-    return method
-
-
-def _check_not_recorded(array, what):
-    """In-place writes would silently change values a recorded gradient needs."""
-    if array._ag is not None and modes.is_recording():
-        raise MXNetError(f"Inplace operations ({what}) are not supported when recording with "
-                         "autograd: write y = x + 1 instead of x += 1")
-
-
-def _inplace_method(array_name, scalar_name):
-    array_op, scalar_op = ops.get(array_name), ops.get(scalar_name)
-    symbol = {"broadcast_add": "+=", "broadcast_sub": "-=", "broadcast_mul": "*=",
-              "broadcast_div": "/=", "broadcast_mod": "%=", "broadcast_power": "**="}[array_name]
-
-    def method(self, other):
-        _check_not_recorded(self, symbol)
-        if isinstance(other, NDArray):
-            return invoke(array_op, [self, other], _NOATTR, out=self)
-        attrs = _scalar_attr(other)
-        if attrs is None:
-            return NotImplemented
-        return invoke(scalar_op, [self], attrs, out=self)
-
-    return method
-
-
-def _install_operators():
-    for name, (array_op, scalar_op, rscalar_op) in _BINARY.items():
-        setattr(NDArray, f"__{name}__", _binary_method(array_op, scalar_op))
-        setattr(NDArray, f"__r{name}__", _binary_method(array_op, rscalar_op))
-        setattr(NDArray, f"__i{name}__", _inplace_method(array_op, scalar_op))
-    for name, (array_op, scalar_op) in _COMPARE.items():
-        setattr(NDArray, f"__{name}__", _binary_method(array_op, scalar_op))
-    NDArray.__div__, NDArray.__rdiv__, NDArray.__idiv__ = (
-        NDArray.__truediv__, NDArray.__rtruediv__, NDArray.__itruediv__)
-    negative, absolute = ops.get("negative"), ops.get("abs")
-    NDArray.__neg__ = lambda self: invoke(negative, [self], _NOATTR)
-    NDArray.__pos__ = lambda self: self
-    NDArray.__abs__ = lambda self: invoke(absolute, [self], _NOATTR)
-
-
-_install_operators()
-imperative.NDArray = NDArray

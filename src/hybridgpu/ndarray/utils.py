@@ -1,20 +1,29 @@
-"""Helpers of ``mx.nd``: ``waitall``, ``from_dlpack``, ``save``, ``load``, ``load_frombuffer``.
+"""Helpers of ``mx.nd``: ``waitall``, DLPack (``from_dlpack``, ``to_dlpack_for_read``,
+``to_dlpack_for_write``), ``save``, ``load``, ``load_frombuffer``.
 
 Example:
     >>> import numpy as np
     >>> from_dlpack(np.arange(3.0)).shape
     (3,)
+    >>> from_dlpack(to_dlpack_for_read(from_dlpack(np.arange(2.0))))
+    <BLANKLINE>
+    [0. 1.]
+    <NDArray 2 @cpu(0)>
 """
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
+from ..base import MXNetError
 from ..context import cpu, gpu, num_gpus
 from ..serialization import ndarray_file
 from .ndarray import NDArray, to_device_array
 
-__all__ = ["waitall", "from_dlpack", "save", "load", "load_frombuffer"]
+__all__ = ["waitall", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write", "save", "load",
+           "load_frombuffer"]
 
 _DLPACK_CUDA = 2
 
@@ -30,9 +39,54 @@ def waitall():
             cupy.cuda.get_current_stream().synchronize()
 
 
+class _Capsule:
+    """A bare DLPack capsule (``to_dlpack_for_read``'s, MXNet's or PyTorch's
+    ``to_dlpack()``) as the ``__dlpack__`` producer NumPy and CuPy take. Its device is read
+    from the capsule's DLTensor: a legacy ``dltensor`` capsule points at it directly, a
+    versioned one (DLPack 1.x) after its version, manager, deleter and flags."""
+
+    _KINDS = ((b"dltensor", 0), (b"dltensor_versioned", 32))
+
+    def __init__(self, capsule):
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        valid = ctypes.pythonapi.PyCapsule_IsValid
+        valid.restype, valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
+        for name, offset in self._KINDS:
+            if valid(capsule, name):
+                tensor = get(capsule, name) + offset
+                break
+        else:
+            raise MXNetError("from_dlpack: the capsule is not an unconsumed DLPack tensor "
+                             "(a capsule can be consumed only once)")
+        where = ctypes.cast(tensor + ctypes.sizeof(ctypes.c_void_p),
+                            ctypes.POINTER(ctypes.c_int32 * 2))
+        self.device = tuple(where.contents)
+        self.capsule = capsule
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def to_dlpack_for_read(data):
+    """A DLPack capsule sharing ``data``'s memory (MXNet's name; waits for pending writes)."""
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data):
+    """A DLPack capsule sharing ``data``'s memory, for a consumer that writes into it."""
+    return data.to_dlpack_for_write()
+
+
 def from_dlpack(dlpack):
     """An NDArray sharing memory with a DLPack producer (an object with ``__dlpack__``, e.g. a
-    torch tensor or a NumPy/CuPy array), on cpu or on the producer's gpu."""
+    torch tensor or a NumPy/CuPy array, or a bare DLPack capsule), on cpu or on the producer's
+    gpu."""
+    if type(dlpack).__name__ == "PyCapsule":
+        dlpack = _Capsule(dlpack)
     device = dlpack.__dlpack_device__() if hasattr(dlpack, "__dlpack_device__") else (1, 0)
     if device[0] == _DLPACK_CUDA:
         ctx = gpu(device[1])

@@ -74,11 +74,19 @@ class Attr:
         return f"{self.kind}{default}"
 
 
+#: Longest attribute string parsed as a Python literal (a shape, a tuple): a file's text is
+#: bounded before the parser sees it (deep nesting would exhaust the stack).
+MAX_LITERAL = 10_000
+
+
 def _literal(text, kind):
+    if len(text) > MAX_LITERAL:
+        raise AttrError(f"expected {kind}, got a string of {len(text)} characters (the limit "
+                        f"is {MAX_LITERAL})")
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError) as err:
-        raise AttrError(f"expected {kind}, got {text!r}") from err
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError) as err:
+        raise AttrError(f"expected {kind}, got {text[:200]!r}") from err
 
 
 class Int(Attr):

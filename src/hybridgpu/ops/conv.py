@@ -28,6 +28,7 @@ import itertools
 import math
 
 from ..base import MXNetError
+from ..limits import check_elements
 from .attrs import Bool, Enum, Int, Shape
 from .opdef import OpDef, register
 from .rules import check_float
@@ -145,6 +146,8 @@ def _im2col(xp, x, kernel, stride, dilate, pad, out_sp, groups):
     """Columns of ``x`` (N, C, *spatial): shape ``(groups, C/groups*prod(kernel), N*prod(out))``,
     row ``(c, *k)``, column ``(n, *o)``: ``xpad[n, c, o*stride + k*dilate]``."""
     n, c = x.shape[:2]
+    check_elements((n, c, *(d + 2 * p for d, p in zip(x.shape[2:], pad))), "padded input")
+    check_elements((c, *kernel, n, *out_sp), "im2col columns")
     if any(pad):
         x = xp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
     xt = x.swapaxes(0, 1)  # (C, N, *spatial), a view

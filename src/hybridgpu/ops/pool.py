@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from ..base import MXNetError
+from ..limits import check_elements
 from .attrs import Bool, Enum, Int, Shape
 from .opdef import OpDef, register
 from .rules import check_float
@@ -128,6 +129,8 @@ def _padded(xp, x, kernel, stride, pad, out, fill):
     if not any(pad) and not any(after):
         return x
     widths = [(0, 0), (0, 0)] + list(zip(pad, after))
+    check_elements((*x.shape[:2], *(d + b + a for d, b, a in zip(x.shape[2:], pad, after))),
+                   "Pooling: padded input")
     return xp.pad(x, widths, constant_values=fill)
 
 

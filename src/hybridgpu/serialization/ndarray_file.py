@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import DTYPE_TO_FLAG, MXNetError
 
 __all__ = ["LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "DTYPE_FLAGS", "ArrayRecord",
            "LoadedArray", "save", "dumps", "load", "loads"]
@@ -79,9 +79,7 @@ V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
 
 #: MXNet dtype flag -> NumPy dtype, for every dense dtype MXNet 1.9 stores.
-DTYPE_FLAGS = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
-               3: np.dtype(np.uint8), 4: np.dtype(np.int32), 5: np.dtype(np.int8),
-               6: np.dtype(np.int64), 7: np.dtype(np.bool_)}
+DTYPE_FLAGS = {flag: np.dtype(name) for name, flag in DTYPE_TO_FLAG.items()}
 _FLAG_OF_DTYPE = {dtype: flag for flag, dtype in DTYPE_FLAGS.items()}
 # Flags MXNet knows (or later versions define) that have no NumPy dtype here.
 _UNSUPPORTED_FLAGS = {8: "int16", 9: "uint16", 10: "uint32", 11: "uint64", 12: "bfloat16"}

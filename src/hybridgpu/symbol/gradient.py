@@ -48,17 +48,13 @@ import copy
 import numpy as np
 
 from .. import name as naming
-from ..base import MXNetError
+from ..base import DTYPE_TO_FLAG, MXNetError
 from ..graph import Entry, Graph, Node, infer_shapes, infer_types
 from ..ops.rules import known
 from .symbol import Symbol
 
 __all__ = ["gradient_symbol", "build_gradient", "plan_backward", "GradientGraph",
            "BackwardPlan", "head_grad_names"]
-
-# The numeric type flags MXNet writes as a variable's ``__dtype__``.
-_TYPE_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
-              "int64": 6, "bool": 7}
 
 
 class _KnownSymbol(Symbol):
@@ -124,7 +120,7 @@ def _annotated(symbol, shapes, dtypes):
         dtype = dtypes.get(node.name)
         if dtype is not None:
             name = np.dtype(dtype).name
-            node.extra["__dtype__"] = str(_TYPE_FLAG.get(name, name))
+            node.extra["__dtype__"] = str(DTYPE_TO_FLAG.get(name, name))
     return clone
 
 

@@ -34,6 +34,7 @@ import weakref
 from .. import ops
 from ..base import MXNetError
 from ..graph import Entry, Node, topological_order
+from ..safe_text import check_storable, display
 from .symbol import Symbol
 
 __all__ = ["to_json", "save", "fromjson", "load", "load_json", "MXNET_VERSION"]
@@ -359,9 +360,22 @@ class _Loader:
         last = [k for k in raw if k in ("attr", "attrs")]
         if last:
             strings.update(self.string_map(i, name, raw, last[-1]))
+        self.check_text(i, raw, strings)
         if version < MXNET_VERSION:
             strings = {f"__{k}__" if k in _HIDDEN_KEYS else k: v for k, v in strings.items()}
         return raw["op"], name, strings, raw["inputs"]
+
+    def check_text(self, i, raw, strings):
+        """Refuse strings that could not be written back (lone surrogates), now rather than
+        from inside a compiler or a later save."""
+        try:
+            check_storable(raw["name"], "name")
+            check_storable(raw["op"], "op")
+            for key, value in strings.items():
+                check_storable(key, "attribute key")
+                check_storable(value, f"attribute {display(key)}")
+        except MXNetError as err:
+            raise self.fail(f"node {i}: {err}") from None
 
     def string_map(self, i, name, raw, key):
         value = raw.get(key) or {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attribute
-from ..base import MXNetError
+from ..base import DTYPE_TO_FLAG, MXNetError
 from ..graph import Entry, Node
 from ..ops.calling import bind_arguments, functions_of, signature
 from .symbol import Symbol, apply_op, string_attrs
@@ -24,9 +24,7 @@ from .symbol import Symbol, apply_op, string_attrs
 __all__ = ["make_function", "populate", "var", "Variable", "Group"]
 
 
-# MXNet writes a variable's dtype and storage type as numeric flags.
-_TYPE_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
-              "int64": 6, "bool": 7}
+# MXNet writes a variable's storage type (and dtype: base.DTYPE_TO_FLAG) as numeric flags.
 _STYPE_FLAG = {"default": 0, "row_sparse": 1, "csr": 2}
 
 
@@ -87,7 +85,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
     if wd_mult is not None:
         extra["__wd_mult__"] = str(wd_mult)
     if dtype is not None:
-        extra["__dtype__"] = str(_TYPE_FLAG[np.dtype(dtype).name])
+        extra["__dtype__"] = str(DTYPE_TO_FLAG[np.dtype(dtype).name])
     if init is not None:
         extra["__init__"] = init if isinstance(init, str) else init.dumps()
     if stype is not None:

@@ -47,7 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...limits import check_elements
 from ...ops.reduce import reduced_shape, reduction_axes
+from ...safe_text import display, python_comment
 
 __all__ = ["Rule", "Site", "LOWERINGS", "HELPERS", "rule_for", "const_name"]
 
@@ -101,6 +103,7 @@ class Site:
 
     def private(self, hint, shape, dtype):
         """A module-level zero-filled buffer of this node alone (kept between calls)."""
+        check_elements(shape, f"node {display(self.node.name)}: buffer {hint}")
         return self.define(hint, f"np.zeros({tuple(shape)!r}, np.{np.dtype(dtype).name})")
 
     def is_static(self, name):
@@ -767,7 +770,7 @@ def _fused_emit(site):
         sub.ins = [site.ins[i] if kind == "in" else names[i] for kind, i in m.refs]
         refs = ", ".join([f"{'in' if kind == 'in' else 't'}{i}" for kind, i in m.refs]
                          + [f"{k}={v}" for k, v in m.given_attrs.items()])
-        lines.append(f"# t{j} = {m.op.name}({refs})  ({m.name})")
+        lines.append(python_comment(f"t{j} = {m.op.name}({refs})  ({m.name})"))
         if where is None:
             name = site.temp(m.name)
             lines.append(f"{name} = {site.bind(f'{m.name}_compute', m.op, m.attrs)}"

@@ -49,13 +49,14 @@ import builtins
 import functools
 import keyword
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...graph.printer import format_node
+from ...limits import check_elements
 from ...ops.rules import known
+from ...safe_text import display, identifier, python_comment, python_string
 from .lowering_cpu import HELPERS, Site, const_name, rule_for
 
 __all__ = ["Program", "generate", "build_cpu_executable", "Namespace"]
@@ -93,9 +94,9 @@ class Namespace:
         self._used = set(reserved) | set(keyword.kwlist) | set(dir(builtins))
 
     def name(self, hint):
-        base = re.sub(r"\W", "_", str(hint)) or "v"
-        if base[0].isdigit():
-            base = "_" + base
+        """A new identifier like ``hint``: ASCII only (``safe_text.identifier``), so a node
+        name from a file never reaches the source as anything but letters, digits and ``_``."""
+        base = identifier(hint)
         candidate, n = base, 1
         while candidate in self._used:
             candidate, n = f"{base}_{n}", n + 1
@@ -148,7 +149,9 @@ def _size(nbytes):
 
 def _literal(value):
     """Source text that evaluates to ``value``, or None."""
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return python_string(value)
+    if value is None or isinstance(value, (bool, int)):
         return repr(value)
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else None
@@ -324,6 +327,7 @@ class _Generator:
             self.sites[i] = (rule, site)
             if rule is not None and rule.scratch is not None:
                 for k, (shape, dtype) in enumerate(rule.scratch(site)):
+                    check_elements(shape, f"node {display(node.name)}: scratch buffer")
                     key = ("scratch", i, k)
                     self.values[key] = _Value(key, self.names.name(f"{node.name}_scratch{k}"),
                                               tuple(shape), np.dtype(dtype), "slot",
@@ -514,7 +518,7 @@ class _Emitter:
             if node.is_variable:
                 v = self.values[(i, 0)]
                 kind = "" if v.shape is None else f" : {v.shape} {v.dtype or ''}".rstrip()
-                lines.append((f"{v.name} = inputs[{node.name!r}]  # %{i}{kind}", i))
+                lines.append((f"{v.name} = inputs[{python_string(node.name)}]  # %{i}{kind}", i))
         return lines
 
     def _node_lines(self):
@@ -526,7 +530,7 @@ class _Emitter:
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable:
                 continue
-            lines.append((f"# {format_node(self.graph, i)}", None))
+            lines.append((python_comment(format_node(self.graph, i)), None))
             rule, site = self.gen.sites[i]
             body = self._lowered(i, node, rule, site) if rule else self._fallback(i, node)
             lines += [(line, i) for line in body]

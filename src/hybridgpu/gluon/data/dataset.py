@@ -19,10 +19,10 @@ Example:
 from __future__ import annotations
 
 import os
-import struct
 import threading
 
 from ...ndarray import NDArray
+from ...serialization.recordio import RecordIOError, read_record
 from ..utils import ArgumentError
 from .sampler import FilterSampler, Sampler, SequentialSampler
 
@@ -240,9 +240,6 @@ class ArrayDataset(Dataset):
 
 
 # -- RecordIO ---------------------------------------------------------------------------------
-_RECORD_MAGIC = 0xCED7230A
-_MAGIC_BYTES = struct.pack("<I", _RECORD_MAGIC)
-
 
 def _read_index(idx_path):
     """The ``key -> byte offset`` table of a RecordIO ``.idx`` file (``key\\toffset`` lines)."""
@@ -260,26 +257,13 @@ def _read_index(idx_path):
 
 
 def _read_record_at(f, offset, path):
-    """The payload of the record starting at ``offset`` (joining the parts of a record that
-    was split where its payload contained the magic number)."""
+    """The payload of the record starting at ``offset`` (a ``RecordIOError``, which is a
+    ValueError, when the file is not RecordIO there)."""
     f.seek(offset)
-    parts = []
-    while True:
-        header = f.read(8)
-        if len(header) < 8:
-            raise ValueError(f"{path}: truncated record header at byte {f.tell() - len(header)}")
-        magic, lrec = struct.unpack("<II", header)
-        if magic != _RECORD_MAGIC:
-            raise ValueError(f"{path}: bad magic number at byte {f.tell() - 8} (not a RecordIO "
-                             "file, or the .idx offsets do not match it)")
-        cflag, length = lrec >> 29, lrec & ((1 << 29) - 1)
-        payload = f.read(length)
-        if len(payload) < length:
-            raise ValueError(f"{path}: truncated record at byte {f.tell() - len(payload)}")
-        f.read((-length) % 4)  # records are padded to 4 bytes
-        parts.append(payload)
-        if cflag in (0, 3):
-            return _MAGIC_BYTES.join(parts)
+    payload = read_record(f, path)
+    if payload is None:
+        raise RecordIOError(f"{path}: truncated record header at byte {offset}")
+    return payload
 
 
 class RecordFileDataset(Dataset):

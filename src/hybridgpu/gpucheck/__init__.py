@@ -1,0 +1,146 @@
+"""``python -m hybridgpu gpucheck``: one call on a lent GPU checks and times everything.
+
+1. runs ``pytest -m gpu`` on the device (from the source tree's ``tests/``, when there is one);
+2. times the GPU targets (``gpucheck.targets``) beside PyTorch eager and PyTorch CUDA-graph
+   replay and the floor of a call from Python, with CUDA events, warm-up and medians;
+3. writes one JSON under ``benchmarks/results/`` (device, driver, CUDA, CuPy, NumPy and torch
+   versions, date, commit, test summary, every timing) and prints each target with its
+   measured ratio and verdict.
+
+On a machine without a GPU it runs on the virtual GPU when ``HYBRIDGPU_VIRTUAL_GPU`` is set
+(times are meaningless there: it only proves the code runs), else it says there is no GPU.
+
+Example:
+    >>> verdicts([{"name": "resnet18", "hybridized": {"median_us": 600.0},
+    ...            "torch_cuda_graph": {"median_us": 550.0}}], device="NVIDIA H100")
+    [('resnet18 vs PyTorch CUDA graph', '1.09x', '<= 1.2x', 'met')]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from ..serialization.ndarray_file import _atomic_write
+from .environment import describe
+from .targets import TARGETS, run_targets
+
+__all__ = ["main", "verdicts", "run_gpu_tests"]
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+def run_gpu_tests(timeout=300, extra=()):
+    """``pytest -m gpu`` in a subprocess; ``{returncode, summary, seconds}``."""
+    tests = os.path.join(_ROOT, "tests")
+    if not os.path.isdir(tests):
+        return {"returncode": None, "summary": "no tests/ folder beside the package"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
+           tests, *extra]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=_ROOT)
+    except subprocess.TimeoutExpired as err:
+        tail = (err.stdout or b"")[-2000:]
+        return {"returncode": "timeout", "summary": f"over {timeout} s",
+                "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
+    lines = [ln for ln in out.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+    return {"returncode": out.returncode, "summary": lines[-1] if lines else "no summary",
+            "tail": out.stdout[-4000:]}
+
+
+def _ratio(a, b):
+    return None if not a or not b else a["median_us"] / b["median_us"]
+
+
+def _verdict(label, value, target, ok):
+    if value is None:
+        return (label, "-", target, "not measured")
+    return (label, f"{value:.2f}x" if label[-1] != "s" or "us" not in target
+            else f"{value:.1f} us", target, "met" if ok(value) else "MISSED")
+
+
+def _mlp_verdicts(row, device):
+    hyb = row.get("hybridized")
+    out = [_verdict("mlp b1 vs PyTorch CUDA graph", _ratio(hyb, row.get("torch_cuda_graph")),
+                    "<= 1.0x", lambda v: v <= 1.0),
+           _verdict("mlp b1 imperative / hybridized",
+                    _ratio(row.get("imperative"), hyb), ">= 5x", lambda v: v >= 5)]
+    if "H100" in device and hyb:
+        value = hyb["median_us"]
+        out.append(("mlp b1 per call", f"{value:.1f} us", "<= 20 us",
+                    "met" if value <= 20 else "MISSED"))
+    return out
+
+
+def verdicts(rows, device=""):
+    """``[(target, measured, wanted, met | MISSED | not measured)]`` for result rows."""
+    out = []
+    for row in rows:
+        if "error" in row:
+            out.append((row["name"], "error", row["error"][:60], "FAILED"))
+        elif row["name"] == "mlp":
+            out += _mlp_verdicts(row, device)
+        elif row["name"] == "chain8":
+            kernel = row.get("kernels", {}).get("fused")
+            out.append(_verdict("chain8 fused kernel / device copy",
+                                _ratio(kernel, row.get("device_copy")), "<= 1.25x",
+                                lambda v: v <= 1.25))
+            out.append(_verdict("chain8 whole call / device copy",
+                                _ratio(row.get("hybridized"), row.get("device_copy")),
+                                "(reported)", lambda v: True))
+        elif row["name"] == "resnet18":
+            out.append(_verdict("resnet18 vs PyTorch CUDA graph",
+                                _ratio(row.get("hybridized"), row.get("torch_cuda_graph")),
+                                "<= 1.2x", lambda v: v <= 1.2))
+    return out
+
+
+def _table(results):
+    lines = [f"gpucheck on {results['environment'].get('device')} "
+             f"(commit {results['environment'].get('commit', '?')[:10]})",
+             f"gpu tests: {results['tests'].get('summary')}"]
+    rows = results["verdicts"]
+    width = max([len(r[0]) for r in rows] + [10])
+    lines.append(f"{'target':<{width}}  {'measured':>10}  {'wanted':>10}  verdict")
+    lines += [f"{a:<{width}}  {b:>10}  {c:>10}  {d}" for a, b, c, d in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Entry point: ``python -m hybridgpu gpucheck [--quick] [--skip-tests] [--out DIR]``."""
+    parser = argparse.ArgumentParser(prog="python -m hybridgpu gpucheck",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--skip-tests", action="store_true", help="only the timings")
+    parser.add_argument("--only", nargs="+", choices=list(TARGETS), help="these targets")
+    parser.add_argument("--out", default=os.path.join(_ROOT, "benchmarks", "results"),
+                        help="folder for the JSON result")
+    args = parser.parse_args(argv)
+    from ..context import gpu, num_gpus
+
+    if num_gpus() == 0:
+        print("gpucheck: no GPU (CuPy sees no CUDA device and HYBRIDGPU_VIRTUAL_GPU is not "
+              "set); nothing to check", file=sys.stderr)
+        return 2
+    ctx = gpu(0)
+    env = describe(ctx.xp)
+    tests = {"summary": "skipped"} if args.skip_tests else run_gpu_tests()
+    rows = run_targets(ctx, quick=args.quick, only=args.only,
+                       progress=lambda m: print(m, file=sys.stderr, flush=True))
+    results = {"environment": env, "tests": tests, "targets": rows,
+               "verdicts": verdicts(rows, env.get("device", ""))}
+    stamp = env["date"][:19].replace(":", "").replace("-", "")
+    path = os.path.join(args.out, f"gpucheck-{stamp}-{env['commit'][:10]}.json")
+    os.makedirs(args.out, exist_ok=True)
+    text = json.dumps(results, indent=2, default=str).encode()
+    _atomic_write(path, lambda stream: stream.write(text))
+    print(_table(results))
+    print(f"written: {path}")
+    failed = tests.get("returncode") not in (0, None) or any(
+        r[3] in ("FAILED",) for r in results["verdicts"])
+    return 1 if failed else 0

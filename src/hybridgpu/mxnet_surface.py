@@ -1,0 +1,91 @@
+"""Every top-level name of MXNet 1.9.1's ``mxnet`` package and its status in hybridgpu, so
+nothing is missing silently: ``mx.<name>`` for a name MXNet has and hybridgpu does not raises an
+``AttributeError`` that says why and points to ``docs/coming_from_mxnet.md``.
+
+``SURFACE[name] = (status, note)``; status ``"supported"`` (same name, same use), ``"alias"``
+(the note names the hybridgpu module it stands for), ``"differs"`` (present, with the note's
+difference) or ``"missing"`` (the note says why and what to use).
+
+Example:
+    >>> import hybridgpu as mx
+    >>> mx.npx
+    Traceback (most recent call last):
+    ...
+    AttributeError: mx.npx (MXNet's NumPy-extension operators) is not in hybridgpu: ...
+"""
+
+from __future__ import annotations
+
+__all__ = ["SURFACE", "missing_attribute", "GUIDE"]
+
+GUIDE = "docs/coming_from_mxnet.md"
+
+_NUMPY_MODE = ("MXNet's NumPy-compatible mode (mx.np/mx.npx, experimental in 1.x, the "
+               "interface of MXNet 2.0) is not ported; hybridgpu brings back MXNet 1.x Gluon "
+               "(nd/sym/gluon): use mx.nd and F.*")
+
+SURFACE = {
+    # supported: same name, same use
+    **{name: ("supported", "") for name in (
+        "attribute", "autograd", "base", "callback", "context", "gluon", "image", "init",
+        "initializer", "io", "kv", "kvstore", "lr_scheduler", "metric", "mod", "model",
+        "module", "name", "nd", "ndarray", "onnx", "operator", "optimizer", "profiler",
+        "random", "recordio", "sym", "symbol", "test_utils", "viz", "visualization",
+        "AttrScope", "Context", "MXNetError", "cpu", "cpu_pinned", "current_context", "gpu")},
+    "img": ("alias", "image"),
+    "rnd": ("alias", "random"),
+    "error": ("alias", "base"),
+    "np": ("missing", _NUMPY_MODE), "npx": ("missing", _NUMPY_MODE),
+    "numpy": ("missing", _NUMPY_MODE), "numpy_extension": ("missing", _NUMPY_MODE),
+    "np_symbol": ("missing", _NUMPY_MODE), "numpy_dispatch_protocol": ("missing", _NUMPY_MODE),
+    "numpy_op_fallback": ("missing", _NUMPY_MODE),
+    "numpy_op_signature": ("missing", _NUMPY_MODE),
+    "contrib": ("missing", "MXNet's contrib ops (quantization, AMP, TensorRT, DGL, ...) are "
+                "not ported; gluon.contrib.nn and nd/sym.contrib hold the few that are"),
+    "rnn": ("missing", "the pre-Gluon symbolic RNN cells (mx.rnn) are not ported; use "
+            "mx.gluon.rnn"),
+    "executor": ("differs", "hybridgpu.executor holds the backends that run compiled "
+                 "programs; MXNet's Executor is what Symbol.bind / simple_bind return "
+                 "(hybridgpu.symbol.executor)"),
+    "executor_manager": ("missing", "internal to MXNet's old FeedForward/Module; use mx.mod"),
+    "engine": ("missing", "hybridgpu has no asynchronous engine to configure: NumPy runs "
+               "eagerly, CuPy on CUDA streams (nd.waitall() synchronizes)"),
+    "rtc": ("missing", "CUDA runtime compilation: use cupy.RawKernel/RawModule directly"),
+    "library": ("missing", "loading MXNet C++ extension libraries (.so) cannot work without "
+                "libmxnet; write a CustomOp (mx.operator) instead"),
+    "libinfo": ("missing", "there is no libmxnet shared library to find"),
+    "runtime": ("missing", "MXNet's build feature flags describe libmxnet; see "
+                "hybridgpu.__version__ and mx.context.num_gpus()"),
+    "tvmop": ("missing", "TVM-generated operators are not ported"),
+    "torch": ("missing", "MXNet's Lua Torch bridge was removed long ago"),
+    "th": ("missing", "MXNet's Lua Torch bridge was removed long ago"),
+    "monitor": ("missing", "use Block.register_forward_hook or the profiler"),
+    "mon": ("missing", "use Block.register_forward_hook or the profiler"),
+    "notebook": ("missing", "Jupyter callbacks for the old Module API are not ported"),
+    "log": ("missing", "use Python's logging module"),
+    "registry": ("missing", "internal to MXNet; optimizers and initializers register with "
+                 "their own register() functions"),
+    "util": ("missing", "MXNet's util module holds NumPy-mode switches (see mx.np)"),
+    "api": ("missing", "MXNet 2.0's FFI registry"),
+    "ndarray_doc": ("missing", "internal to MXNet's docs"),
+    "symbol_doc": ("missing", "internal to MXNet's docs"),
+    "is_np_array": ("missing", _NUMPY_MODE), "is_np_shape": ("missing", _NUMPY_MODE),
+    "np_array": ("missing", _NUMPY_MODE), "np_shape": ("missing", _NUMPY_MODE),
+    "set_np_shape": ("missing", _NUMPY_MODE), "use_np": ("missing", _NUMPY_MODE),
+    "use_np_array": ("missing", _NUMPY_MODE), "use_np_shape": ("missing", _NUMPY_MODE),
+}
+
+_WHAT = {"np": "MXNet's NumPy-compatible arrays", "npx": "MXNet's NumPy-extension operators"}
+
+
+def missing_attribute(name):
+    """The AttributeError for ``mx.<name>`` (MXNet's name or not)."""
+    status, note = SURFACE.get(name, (None, None))
+    if status == "missing":
+        what = _WHAT.get(name, f"MXNet's mx.{name}")
+        return AttributeError(f"mx.{name} ({what}) is not in hybridgpu: {note}; see {GUIDE}")
+    if status is not None:
+        return AttributeError(f"mx.{name} should be here but failed to import; please report "
+                              f"it (see {GUIDE})")
+    return AttributeError(f"module 'hybridgpu' has no attribute {name!r} (MXNet 1.9.1 has "
+                          f"none of that name either; see {GUIDE})")

@@ -1,0 +1,108 @@
+"""``python -m hybridgpu gpucheck``: the PyTorch peers compute what hybridgpu computes, the
+verdicts judge the targets as written, and the whole check runs on the virtual GPU."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import hybridgpu as mx
+from hybridgpu import nd
+from hybridgpu.bench import seed_mlp
+from hybridgpu.gpucheck import main, verdicts
+from hybridgpu.gpucheck.targets import Chain8
+from hybridgpu.gpucheck.timing import time_calls
+
+
+def _resnet():
+    from hybridgpu.gluon.model_zoo import vision
+
+    return vision.resnet18_v1()
+
+
+@pytest.mark.parametrize("make, shape", [(seed_mlp, (2, 512)), (Chain8, (64,)),
+                                         (_resnet, (1, 3, 32, 32))],
+                         ids=["mlp", "chain8", "resnet18"])
+def test_torch_peer_matches_hybridgpu(make, shape):
+    torch = pytest.importorskip("torch")
+    from hybridgpu.gpucheck.torch_peer import TorchPeer
+
+    net = make()
+    net.initialize(mx.init.Xavier())
+    rng = np.random.RandomState(1)
+    x = nd.array(rng.rand(*shape).astype(np.float32) * 2 - 0.5)
+    # BatchNorm statistics away from (0, 1), so the peer must really use them
+    for name, param in net.collect_params().items():
+        if name.endswith("running_mean") or name.endswith("running_var"):
+            param.initialize(force_reinit=True)
+    net(x)
+    for name, param in net.collect_params().items():
+        if name.endswith("running_var"):
+            param.set_data(nd.array(rng.rand(*param.shape).astype(np.float32) + 0.5))
+        elif name.endswith("running_mean"):
+            param.set_data(nd.array(rng.randn(*param.shape).astype(np.float32) * 0.1))
+    expected = net(x).asnumpy()
+    peer = TorchPeer(net, mx.cpu(), torch, device="cpu")
+    got = peer(torch.from_numpy(x.asnumpy())).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_torch_peer_refuses_an_op_it_cannot_translate():
+    torch = pytest.importorskip("torch")
+    from hybridgpu.gpucheck.torch_peer import TorchPeer
+
+    net = mx.gluon.nn.HybridLambda(lambda F, x: F.tanh(F.sin(x)))
+    with pytest.raises(NotImplementedError, match="'sin'"):
+        TorchPeer(net, mx.cpu(), torch, device="cpu")
+
+
+def _t(us):
+    return {"median_us": us}
+
+
+def test_verdicts_judge_each_target():
+    rows = [{"name": "mlp", "imperative": _t(150.0), "hybridized": _t(18.0),
+             "torch_cuda_graph": _t(20.0)},
+            {"name": "chain8", "hybridized": _t(300.0), "device_copy": _t(100.0),
+             "kernels": {"fused": _t(130.0)}},
+            {"name": "resnet18", "hybridized": _t(700.0), "torch_cuda_graph": _t(500.0)},
+            {"name": "broken", "error": "AssertionError: results differ"}]
+    got = {v[0]: v[1:] for v in verdicts(rows, device="NVIDIA H100 80GB HBM3")}
+    assert got["mlp b1 vs PyTorch CUDA graph"] == ("0.90x", "<= 1.0x", "met")
+    assert got["mlp b1 imperative / hybridized"] == ("8.33x", ">= 5x", "met")
+    assert got["mlp b1 per call"] == ("18.0 us", "<= 20 us", "met")
+    assert got["chain8 fused kernel / device copy"] == ("1.30x", "<= 1.25x", "MISSED")
+    assert got["resnet18 vs PyTorch CUDA graph"] == ("1.40x", "<= 1.2x", "MISSED")
+    assert got["broken"][2] == "FAILED"
+    # without a peer nothing is claimed
+    none = verdicts([{"name": "resnet18", "hybridized": _t(1.0)}])
+    assert none == [("resnet18 vs PyTorch CUDA graph", "-", "<= 1.2x", "not measured")]
+
+
+def test_time_calls_reports_median_and_spread():
+    stats = time_calls(lambda: np.ones(1000).sum(), np, repeat=5, warmup=1,
+                       min_seconds=0.002)
+    assert stats["min_us"] <= stats["median_us"] <= stats["max_us"]
+    assert stats["calls"] >= 1 and stats["repeat"] == 5
+
+
+def test_gpucheck_without_a_gpu_says_so(capsys):
+    if mx.context.num_gpus() > 0:
+        pytest.skip("a GPU (real or virtual) is present")
+    assert main(["--quick", "--skip-tests"]) == 2
+    assert "no GPU" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_gpucheck_runs_every_target(tmp_path):
+    code = main(["--quick", "--skip-tests", "--out", str(tmp_path)])
+    files = list(tmp_path.glob("gpucheck-*.json"))
+    assert len(files) == 1
+    result = json.loads(files[0].read_text())
+    errors = [r for r in result["targets"] if "error" in r]
+    assert not errors, errors
+    assert code == 0
+    assert {r["name"] for r in result["targets"]} == {"mlp", "chain8", "resnet18"}
+    assert result["environment"]["commit"]
