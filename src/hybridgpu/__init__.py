@@ -73,4 +73,5 @@ __all__ += ["test_utils"]
 # ONNX export, CustomOp, profiling, network pictures (issue 12)
 from . import onnx, operator, profiler, viz  # noqa: E402
 
-__all__ += ["onnx", "operator", "profiler", "viz"]
+visualization = viz
+__all__ += ["onnx", "operator", "profiler", "viz", "visualization"]
