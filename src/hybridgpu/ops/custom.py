@@ -64,6 +64,11 @@ def _split(attrs):
 class _CustomOpDef(OpDef):
     """An OpDef whose inputs, outputs and attributes come from the registered handler."""
 
+    #: its compute runs Python the program cannot see into: a GPU program cannot capture it
+    #: (a segment boundary). Custom is also mode_dependent (it gets is_train), so passes never
+    #: fold or merge it: the Python runs on every call.
+    python_callback = True
+
     def parse_attrs(self, given, num_inputs=None):
         attrs = {}
         for key, value in given.items():

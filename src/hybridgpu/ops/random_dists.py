@@ -44,6 +44,12 @@ def _draw_generalized_negative_binomial(rng, mu, alpha, size):
     return rng.poisson(rate, size)
 
 
+def _draw_negative_binomial(rng, k, p, size):
+    """Failures before ``k`` successes: a Poisson whose rate is Gamma(k, (1-p)/p) distributed
+    (gamma and poisson are what NumPy's and CuPy's generators both have)."""
+    return rng.poisson(rng.gamma(k, (1.0 - p) / p, size), size)
+
+
 def _check_positive(op, **values):
     for key, value in values.items():
         if not hasattr(value, "shape") and not value > 0:
@@ -75,7 +81,7 @@ _DISTRIBUTIONS = {
     "negative_binomial": (
         {"k": Int(default=1, doc="the number of successes to reach"),
          "p": Float(default=1.0, doc="the success probability of one trial")},
-        lambda rng, k, p, size: rng.negative_binomial(k, p, size),
+        _draw_negative_binomial,
         lambda op, k, p: (_check_positive(op, k=k), _check_probability(op, p)),
         "the negative binomial distribution (failures before k successes)"),
     "generalized_negative_binomial": (
