@@ -129,3 +129,33 @@ def test_errors(tmp_path):
         mx.onnx.export_model(mx.sym.relu(x), 3, [(2,)], np.float32, str(tmp_path / "c.onnx"))
     with pytest.raises(MXNetError, match="in_shapes"):
         mx.onnx.export_model(mx.sym.relu(x), {}, onnx_file_path=str(tmp_path / "d.onnx"))
+
+
+def test_shape_and_layer_converters(tmp_path):
+    ids, x = mx.sym.var("ids"), mx.sym.var("x")
+    emb = mx.sym.Embedding(ids, input_dim=10, output_dim=4, name="emb")  # (2, 3, 4)
+    halves = mx.sym.split(emb, num_outputs=2, axis=2, name="halves")
+    rows = mx.sym.split(emb, num_outputs=3, axis=1, squeeze_axis=True, name="rows")
+    mixed = mx.sym.batch_dot(halves[0], halves[1], transpose_b=True)  # (2, 3, 3)
+    picked = mx.sym.slice_axis(mixed, axis=2, begin=1, end=None)
+    flat = mx.sym.dot(mx.sym.Reshape(picked, shape=(2, 6)), mx.sym.var("w"), transpose_b=True,
+                      name="proj")
+    image = mx.sym.InstanceNorm(mx.sym.expand_dims(x, axis=1), name="inorm")
+    up = mx.sym.Deconvolution(image, kernel=(3, 3), stride=(2, 2), pad=(1, 1), adj=(1, 1),
+                              num_filter=2, no_bias=False, name="deconv")
+    out = mx.sym.Group([flat, rows[2], mx.sym.Cast(up, dtype="float64")])
+    rng = np.random.RandomState(3)
+    params = {"emb_weight": mx.nd.array(rng.randn(10, 4)), "w": mx.nd.array(rng.randn(5, 6)),
+              "inorm_gamma": mx.nd.array(rng.rand(1) + 0.5), "inorm_beta": mx.nd.array([0.1]),
+              "deconv_weight": mx.nd.array(rng.randn(1, 2, 3, 3)),
+              "deconv_bias": mx.nd.array(rng.randn(2))}
+    feeds = {"ids": rng.randint(0, 10, (2, 3)).astype(np.float32),
+             "x": rng.randn(2, 4, 4).astype(np.float32)}
+    expected = out.eval(**{k: mx.nd.array(v) for k, v in feeds.items()}, **params)
+    path = mx.onnx.export_model(out, params, [(2, 3), (2, 4, 4)], np.float32,
+                                str(tmp_path / "mix.onnx"))
+    got, names = _run_onnx(path, feeds)
+    assert names == ["ids", "x"]
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        np.testing.assert_allclose(g, e.asnumpy(), rtol=1e-5, atol=1e-5)

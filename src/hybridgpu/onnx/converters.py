@@ -257,3 +257,99 @@ def _reduce(ctx, node, ins, outs):
         ctx.add("ReduceSum", [ins[0], axes_name], outs, keepdims=keep)
     else:
         ctx.add("ReduceMean", ins, outs, axes=axes, keepdims=keep)
+
+
+# -- more layers and shape ops ----------------------------------------------------------------
+
+@converts("Embedding")
+def _embedding(ctx, node, ins, outs):
+    indices = ctx.temp(f"{node.name}_indices")
+    ctx.add("Cast", [ins[0]], [indices], to=7)  # INT64: MXNet's indices are float
+    ctx.add("Gather", [ins[1], indices], outs, axis=0)
+
+
+_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9,
+               "float16": 10, "float64": 11}
+
+
+@converts("Cast", "cast")
+def _cast(ctx, node, ins, outs):
+    ctx.add("Cast", ins, outs, to=_ONNX_TYPES[np.dtype(node.attrs["dtype"]).name])
+
+
+def _int64s(ctx, values, hint):
+    return ctx.const(np.array(values, np.int64), hint)
+
+
+@converts("slice_axis")
+def _slice_axis(ctx, node, ins, outs):
+    a = node.attrs
+    end = a.get("end")
+    end = np.iinfo(np.int64).max if end is None else int(end)
+    ctx.add("Slice", [ins[0], _int64s(ctx, [int(a["begin"])], f"{node.name}_starts"),
+                      _int64s(ctx, [end], f"{node.name}_ends"),
+                      _int64s(ctx, [int(a["axis"])], f"{node.name}_axes")], outs)
+
+
+@converts("expand_dims")
+def _expand_dims(ctx, node, ins, outs):
+    ctx.add("Unsqueeze", [ins[0], _int64s(ctx, [int(node.attrs["axis"])], f"{node.name}_axes")],
+            outs)
+
+
+@converts("SliceChannel", "split")
+def _split(ctx, node, ins, outs):
+    a = node.attrs
+    axis, count = int(a.get("axis", 1)), int(a["num_outputs"])
+    length = ctx.shape_of(node.inputs[0])[axis]
+    sizes = _int64s(ctx, [length // count] * count, f"{node.name}_sizes")
+    if not a.get("squeeze_axis"):
+        ctx.add("Split", [ins[0], sizes], outs, axis=axis)
+        return
+    parts = [ctx.temp(f"{name}_unsqueezed") for name in outs]
+    ctx.add("Split", [ins[0], sizes], parts, axis=axis)
+    axes = _int64s(ctx, [axis], f"{node.name}_axes")
+    for part, out in zip(parts, outs):
+        ctx.add("Squeeze", [part, axes], [out])
+
+
+@converts("Deconvolution")
+def _deconvolution(ctx, node, ins, outs):
+    a = node.attrs
+    if a.get("target_shape"):
+        raise MXNetError(f"ONNX export: Deconvolution {node.name!r}: target_shape is not "
+                         f"supported; give pad and adj instead")
+    kernel = _ints(a["kernel"])
+    n = len(kernel)
+    pad = _ints(a.get("pad") or (0,) * n)
+    inputs = ins[:2] if a.get("no_bias", True) else ins[:3]
+    ctx.add("ConvTranspose", inputs, outs, kernel_shape=kernel,
+            strides=_ints(a.get("stride") or (1,) * n),
+            dilations=_ints(a.get("dilate") or (1,) * n), pads=pad + pad,
+            output_padding=_ints(a.get("adj") or (0,) * n), group=int(a.get("num_group") or 1))
+
+
+def _transposed_last_two(ctx, name, entry, hint):
+    rank = len(ctx.shape_of(entry))
+    out = ctx.temp(hint)
+    ctx.add("Transpose", [name], [out], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    return out
+
+
+@converts("batch_dot", "dot")
+def _dot(ctx, node, ins, outs):
+    a = node.attrs
+    lhs, rhs = ins
+    if node.op.name == "dot" and (len(ctx.shape_of(node.inputs[0])) != 2
+                                  or len(ctx.shape_of(node.inputs[1])) != 2):
+        raise MXNetError(f"ONNX export: dot {node.name!r}: only 2-d operands are supported")
+    if a.get("transpose_a"):
+        lhs = _transposed_last_two(ctx, lhs, node.inputs[0], f"{node.name}_lhs_t")
+    if a.get("transpose_b"):
+        rhs = _transposed_last_two(ctx, rhs, node.inputs[1], f"{node.name}_rhs_t")
+    ctx.add("MatMul", [lhs, rhs], outs)
+
+
+@converts("InstanceNorm")
+def _instance_norm(ctx, node, ins, outs):
+    ctx.add("InstanceNormalization", ins, outs[:1], epsilon=float(node.attrs.get("eps", 1e-3)))
