@@ -598,6 +598,9 @@ def gradient_calls(case):
 _POLES = [-3.0, -1.0, -0.0, 0.0, -np.inf, np.inf, np.nan, -2.5, 1.5]
 # Ops without a table case (random ops), values where cupyx differs (poles), and syncing
 # attributes without a case (_backward_take with mode='raise').
+# ops/random_dists.py: distribution -> number of parameter arrays of its _sample_ op
+_DISTRIBUTIONS = {"exponential": 1, "gamma": 2, "poisson": 1, "negative_binomial": 2,
+                  "generalized_negative_binomial": 2}
 _EXTRA_CASES = [
     OpCase("_random_uniform", attrs={"low": -1.0, "high": 2.0, "shape": (3, 4)}, id="sim"),
     OpCase("_random_uniform", attrs={"shape": (5,), "dtype": "float16"}, id="sim-fp16"),
@@ -610,6 +613,13 @@ _EXTRA_CASES = [
     OpCase("_sample_normal", make=lambda rng, dt: [np.zeros(3, dt), np.full(3, 2, dt)],
            attrs={"shape": (2, 2)}, id="sim"),
     OpCase("_shuffle", shapes=[(5, 3)], id="sim"),
+    *[OpCase(f"_random_{d}", attrs={"shape": (3, 4)}, id="sim") for d in _DISTRIBUTIONS],
+    *[OpCase(f"_random_{d}_like", shapes=[(2, 3)], id="sim") for d in _DISTRIBUTIONS],
+    *[OpCase(f"_sample_{d}", attrs={"shape": (2,)}, id="sim",
+             make=lambda rng, dt, n=n: [np.full(3, 0.5, dt)] * n)
+      for d, n in _DISTRIBUTIONS.items()],
+    OpCase("_sample_multinomial", make=lambda rng, dt: [np.array([[0.2, 0.8], [1, 0]], dt)],
+           attrs={"shape": (3,), "get_prob": True}, id="sim"),
     *[OpCase(name, make=lambda rng, dt: [np.array(_POLES, dt)], id="sim-poles")
       for name in ("gamma", "gammaln")],
     OpCase("_backward_take", attrs={"axis": 1, "mode": "raise"}, id="sim-raise",
@@ -656,8 +666,15 @@ def test_gradient_computes_run_on_the_device_guard(case):
             simulate(op, arrays, attrs, is_train, case.seed)
 
 
+# Ops whose compute is not array code, and why.
+_NOT_SIMULATED = {
+    "Custom": "calls the user's CustomOp (Python, on NDArrays of the op's context)",
+    "_backward_Custom": "calls the user's CustomOp.backward, as Custom does",
+}
+
+
 def test_every_op_is_simulated():
-    covered = {c.opdef.name for c in CASES}
+    covered = {c.opdef.name for c in CASES} | set(_NOT_SIMULATED)
     assert not [op.name for op in ops.all_ops() if op.name not in covered]
 
 

@@ -48,6 +48,7 @@ LAYERS = (
     "kvstore",        # gluon's Trainer sums gradients through it
     "gluon",
     "model", "callback", "module", "test_utils",   # mx.model checkpoints, mx.mod
+    "operator", "viz", "profiler", "onnx",  # CustomOp, network pictures, profiles, ONNX export
     "mxnet_surface",  # MXNet 1.9.1's top-level names, for the package's __getattr__
     "hybridgpu",      # the package's __init__: the public surface
     "bench_env", "bench", "gpucheck", "__main__",

@@ -56,6 +56,8 @@ def __getattr__(name):
         except ImportError:
             pass
     raise missing_attribute(name)
+
+
 __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym", "name",
            "gluon", "initializer", "init", "autograd", "metric", "optimizer",
            "lr_scheduler", "recordio", "image",
@@ -69,3 +71,8 @@ from . import callback, io, kvstore, model, module, test_utils  # noqa: E402
 kv = kvstore
 mod = module
 __all__ += ["io", "callback", "model", "kvstore", "kv", "module", "mod", "test_utils"]
+# ONNX export, CustomOp, profiling, network pictures (issue 12)
+from . import onnx, operator, profiler, viz  # noqa: E402
+
+visualization = viz
+__all__ += ["onnx", "operator", "profiler", "viz", "visualization"]

@@ -21,6 +21,7 @@ from .utils import __all__ as _utils_all
 populate(globals())
 # Hand-written helpers win over generated functions of the same name.
 from .creation import *  # noqa: E402, F403
+from .custom import Custom  # noqa: E402, F401
 from .histogram import histogram  # noqa: E402
 from .splitting import split_v2  # noqa: E402
 from .ufunc import *  # noqa: E402, F403

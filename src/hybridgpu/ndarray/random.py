@@ -178,3 +178,112 @@ _describe(uniform, "_random_uniform", "_sample_uniform")
 _describe(normal, "_random_normal", "_sample_normal")
 _describe(randint, "_random_randint")
 _describe(shuffle, "_shuffle")
+
+
+# -- the other distributions (ops in ops/random_dists.py) -------------------------------------
+
+__all__ += ["exponential", "gamma", "poisson", "negative_binomial",
+            "generalized_negative_binomial", "multinomial", "exponential_like", "gamma_like",
+            "poisson_like", "negative_binomial_like", "generalized_negative_binomial_like"]
+
+exponential_like = make_function(ops.get("_random_exponential_like"), "exponential_like")
+gamma_like = make_function(ops.get("_random_gamma_like"), "gamma_like")
+poisson_like = make_function(ops.get("_random_poisson_like"), "poisson_like")
+negative_binomial_like = make_function(ops.get("_random_negative_binomial_like"),
+                                       "negative_binomial_like")
+generalized_negative_binomial_like = make_function(
+    ops.get("_random_generalized_negative_binomial_like"), "generalized_negative_binomial_like")
+
+
+def _distribution(dist, params, shape, dtype, ctx, out, kwargs):
+    return _sample(dist, f"_random_{dist}", f"_sample_{dist}", params, shape, dtype, ctx, out,
+                   kwargs)
+
+
+def exponential(scale=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
+    """Samples from the exponential distribution with mean ``scale`` (rate ``1/scale``).
+    Ops ``_random_exponential`` (numbers) and ``_sample_exponential`` (arrays).
+
+    Example:
+        >>> exponential(2.0, shape=(2, 3)).shape
+        (2, 3)
+    """
+    return _distribution("exponential", {"lam": 1.0 / scale}, shape, dtype, ctx, out, kwargs)
+
+
+def gamma(alpha=1, beta=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
+    """Samples from the gamma distribution with shape ``alpha`` and scale ``beta``.
+    Ops ``_random_gamma`` (numbers) and ``_sample_gamma`` (arrays).
+
+    Example:
+        >>> gamma(2.0, 0.5, shape=(4,)).shape
+        (4,)
+    """
+    return _distribution("gamma", {"alpha": alpha, "beta": beta}, shape, dtype, ctx, out,
+                         kwargs)
+
+
+def poisson(lam=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
+    """Samples from the Poisson distribution with rate ``lam`` (float values, as MXNet).
+    Ops ``_random_poisson`` (numbers) and ``_sample_poisson`` (arrays).
+
+    Example:
+        >>> poisson(3.0, shape=(2,)).dtype
+        <class 'numpy.float32'>
+    """
+    return _distribution("poisson", {"lam": lam}, shape, dtype, ctx, out, kwargs)
+
+
+def negative_binomial(k=1, p=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
+    """Failures before ``k`` successes of trials that succeed with probability ``p``.
+    Ops ``_random_negative_binomial`` (numbers) and ``_sample_negative_binomial`` (arrays).
+
+    Example:
+        >>> negative_binomial(3, 0.5, shape=(2, 2)).shape
+        (2, 2)
+    """
+    return _distribution("negative_binomial", {"k": k, "p": p}, shape, dtype, ctx, out,
+                         kwargs)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=_Null, dtype=_Null, ctx=None, out=None,
+                                  **kwargs):
+    """Samples with mean ``mu`` and dispersion ``alpha`` (a gamma-Poisson mixture).
+    Ops ``_random_generalized_negative_binomial`` (numbers) and
+    ``_sample_generalized_negative_binomial`` (arrays).
+
+    Example:
+        >>> generalized_negative_binomial(2.0, 0.5, shape=(3,)).shape
+        (3,)
+    """
+    return _distribution("generalized_negative_binomial", {"mu": mu, "alpha": alpha}, shape,
+                         dtype, ctx, out, kwargs)
+
+
+def multinomial(data, shape=_Null, get_prob=False, out=None, dtype="int32", **kwargs):
+    """Category indices drawn from each probability row (the last axis) of ``data``
+    (op ``_sample_multinomial``); ``shape`` draws per row; ``get_prob=True`` also returns
+    each draw's log-probability.
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> multinomial(mx.nd.array([[0.0, 1.0]]), shape=3).asnumpy().tolist()
+        [[1, 1, 1]]
+    """
+    kwargs.pop("name", None)
+    if not isinstance(data, NDArray):
+        raise TypeError(f"nd.random.multinomial: data must be an NDArray of probabilities, "
+                        f"got {type(data).__name__}")
+    op = ops.get("_sample_multinomial")
+    attrs = op.parse_attrs({**_given(shape=shape), "get_prob": get_prob, "dtype": dtype,
+                            **kwargs})
+    return invoke(op, [data], attrs, out=out)
+
+
+_describe(exponential, "_random_exponential", "_sample_exponential")
+_describe(gamma, "_random_gamma", "_sample_gamma")
+_describe(poisson, "_random_poisson", "_sample_poisson")
+_describe(negative_binomial, "_random_negative_binomial", "_sample_negative_binomial")
+_describe(generalized_negative_binomial, "_random_generalized_negative_binomial",
+          "_sample_generalized_negative_binomial")
+_describe(multinomial, "_sample_multinomial")

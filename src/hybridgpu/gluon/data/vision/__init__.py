@@ -10,5 +10,7 @@ Example:
 
 from . import datasets, transforms
 from .datasets import CIFAR10, CIFAR100, MNIST, FashionMNIST
+from .image_datasets import ImageFolderDataset, ImageRecordDataset
 
-__all__ = ["datasets", "transforms", "MNIST", "FashionMNIST", "CIFAR10", "CIFAR100"]
+__all__ = ["datasets", "transforms", "MNIST", "FashionMNIST", "CIFAR10", "CIFAR100",
+           "ImageRecordDataset", "ImageFolderDataset"]
