@@ -18,6 +18,9 @@
 #include <type_traits>
 #include <utility>
 #include <ucontext.h>
+// NVRTC has no INFINITY/NAN (no C headers): g++ must reject them too.
+#undef INFINITY
+#undef NAN
 
 #define __global__
 #define __device__
