@@ -13,7 +13,6 @@ import pytest
 from hybridgpu import vgpu
 from hybridgpu.vgpu import compiler
 from hybridgpu.vgpu.errors import KernelCompileError, LaunchError, MemoryFaultError
-
 from vgpu_kernels import KERNELS
 
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,

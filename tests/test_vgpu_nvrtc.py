@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from hybridgpu.vgpu import nvrtc_check
-
 from vgpu_kernels import KERNELS
 
 pytestmark = pytest.mark.skipif(not nvrtc_check.available(),

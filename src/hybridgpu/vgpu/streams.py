@@ -159,7 +159,7 @@ class Event:
     recorded."""
 
     def __init__(self, block=False, disable_timing=False, interprocess=False):
-        self.ptr, self.done = next(_handles), True
+        self.ptr = next(_handles)
 
     def record(self, stream=None):
         self.stream = get_current_stream() if stream is None else stream
@@ -167,7 +167,9 @@ class Event:
     def synchronize(self):
         devices.check_not_capturing("Event.synchronize() (a host sync)")
 
-    def query(self):
+    @property
+    def done(self):
+        """True: work runs when submitted, so a recorded event is always complete."""
         return True
 
 
