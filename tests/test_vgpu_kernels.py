@@ -86,6 +86,26 @@ def test_out_of_bounds_access_names_the_kernel_and_the_allocation(xp):
         k((8,), (256,), (x, y, 2048))  # reads and writes 1048 elements too many
 
 
+def test_fault_inside_a_kernel_with_barriers_is_reported(xp):
+    src = r"""
+    extern "C" __global__ void shifted(const float* x, float* y, int shift) {
+      __shared__ float tile[128];
+      tile[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x + shift];
+      __syncthreads();
+      y[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+    }
+    """
+    k = xp.RawModule(code=src).get_function("shifted")
+    x, y = xp.arange(4096, dtype=xp.float32), xp.zeros(4096, xp.float32)
+    k((32,), (128,), (x, y, np.int32(0)))
+    assert xp.asnumpy(y)[:3].tolist() == [127.0, 126.0, 125.0]
+    with pytest.raises(MemoryFaultError, match=r"kernel shifted: segmentation fault .*0 bytes "
+                                               r"past the end.*block \(24, 0, 0\)"):
+        k((32,), (128,), (x, y, np.int32(1024)))
+    k((32,), (128,), (x, y, np.int32(0)))  # the next launch runs normally
+    assert xp.asnumpy(y)[-1] == 3968.0
+
+
 def test_misaligned_vector_load_is_caught(xp):
     k = xp.RawModule(code=KERNELS["elementwise_float4"][0]).get_function("axpy_relu4")
     x, y = xp.zeros(64, xp.float32), xp.zeros(64, xp.float32)

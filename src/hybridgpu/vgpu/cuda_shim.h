@@ -251,11 +251,13 @@ inline void on_fault(int sig, siginfo_t* info, void*) {
   fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
 }
 // cfg: grid x y z, block x y z, fibers, dynamic shared bytes. Returns 0, or 1 with *rep filled.
+// The fault handlers are installed for the launch and restored after it; the virtual GPU runs
+// one launch at a time in the process, so installs and restores nest.
 template <class... A, size_t... I>
 int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std::index_sequence<I...>) {
   static thread_local char alt_stack[1 << 16];
-  stack_t ss{}; ss.ss_sp = alt_stack; ss.ss_size = sizeof alt_stack;
-  sigaltstack(&ss, nullptr);
+  stack_t ss{}, saved_ss{}; ss.ss_sp = alt_stack; ss.ss_size = sizeof alt_stack;
+  sigaltstack(&ss, &saved_ss);
   struct sigaction sa{}; sa.sa_sigaction = on_fault; sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &saved_segv); sigaction(SIGBUS, &sa, &saved_bus);
@@ -273,6 +275,7 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
   }
   in_launch = false; current = nullptr;
   sigaction(SIGSEGV, &saved_segv, nullptr); sigaction(SIGBUS, &saved_bus, nullptr);
+  sigaltstack(&saved_ss, nullptr);
   free(shared);
   return rep->code;
 }
