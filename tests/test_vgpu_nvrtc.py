@@ -3,6 +3,9 @@ sm_90 without register spills (skipped when cuda-bindings/nvidia-cuda-nvrtc are 
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 
 from hybridgpu.vgpu import nvrtc_check
@@ -34,3 +37,39 @@ def test_compile_error_raises_with_the_numbered_source():
         nvrtc_check.compile_for_sm90(source)
     message = str(info.value)
     assert "INFINITY" in message and "   2    x[0] = INFINITY;" in message
+
+
+# The shim must accept and reject what NVRTC accepts and rejects, or code that runs in CI would
+# fail to compile on the GPU (or pick another overload there).
+SNIPPETS = {
+    "min-int-float-ambiguous": "x[0] = min(i, x[0]);",
+    "max-float-double": "x[0] = max(x[0], d) + abs(x[0]);",
+    "fmaxf-and-rsqrtf": "x[0] = fmaxf(rsqrtf(x[0]), 1.0f) + __expf(x[0]);",
+    "infinity-macro": "x[0] = INFINITY;",
+    "nan-macro": "x[0] = NAN;",
+    "int-as-float": "x[0] = __int_as_float(0x7f800000) + __longlong_as_double(0);",
+    "half-conversions": "x[0] = __half2float(__float2half_rn(x[0]));",
+}
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="needs g++")
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_shim_and_nvrtc_agree_on_what_compiles(name):
+    from hybridgpu.vgpu import compiler
+    from hybridgpu.vgpu.errors import KernelCompileError
+
+    source = ("#include <cuda_fp16.h>\n"
+              'extern "C" __global__ void k(float* x, int i, double d) {\n'
+              f"  {SNIPPETS[name]}\n}}\n")
+    try:
+        nvrtc_check.compile_for_sm90(source)
+        nvrtc_ok = True
+    except nvrtc_check.NvrtcCompileError:
+        nvrtc_ok = False
+    try:
+        compiler.build(source)
+        shim_ok = True
+    except KernelCompileError:
+        shim_ok = False
+    assert shim_ok == nvrtc_ok, f"{name}: NVRTC {'accepts' if nvrtc_ok else 'rejects'} it, " \
+                                f"the shim {'accepts' if shim_ok else 'rejects'} it"
