@@ -174,6 +174,31 @@ def test_capture_refuses_what_cuda_refuses(xp, step):
             stream.end_capture()
 
 
+def test_other_threads_go_on_while_one_captures(xp):
+    import threading
+
+    stream = xp.cuda.Stream(non_blocking=True)
+    results = []
+
+    def eager_work():
+        try:
+            results.append(float((xp.ones(3) * 2).sum()))  # allocates and reads the host
+        except Exception as err:  # noqa: BLE001  (reported below)
+            results.append(err)
+
+    with stream:
+        stream.begin_capture()
+        try:
+            worker = threading.Thread(target=eager_work)
+            worker.start()
+            worker.join()
+            with pytest.raises(CaptureError):
+                xp.zeros(2)  # the capturing thread may not allocate
+        finally:
+            stream.end_capture()
+    assert results == [6.0]
+
+
 @needs_gxx
 def test_replay_over_freed_memory_names_the_step(xp):
     k = xp.RawModule(code=COPY_ADD).get_function("add_one")

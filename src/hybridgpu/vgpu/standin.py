@@ -57,7 +57,7 @@ def _runtime():
         return devices.TOTAL_MEMORY - used, devices.TOTAL_MEMORY
 
     def device_synchronize():
-        devices.check_not_capturing("cudaDeviceSynchronize (a host sync)")
+        devices.check_no_capture_anywhere("cudaDeviceSynchronize (a host sync)")
 
     def runtime_version():
         return 13000
