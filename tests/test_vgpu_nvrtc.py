@@ -73,3 +73,13 @@ def test_shim_and_nvrtc_agree_on_what_compiles(name):
         shim_ok = False
     assert shim_ok == nvrtc_ok, f"{name}: NVRTC {'accepts' if nvrtc_ok else 'rejects'} it, " \
                                 f"the shim {'accepts' if shim_ok else 'rejects'} it"
+
+
+def test_command_line_reports_each_kernel(tmp_path, capsys):
+    good, bad = tmp_path / "good.cu", tmp_path / "bad.cu"
+    good.write_text(KERNELS["reduction_shared_shuffle"][0])
+    bad.write_text('extern "C" __global__ void k(float* x) { x[0] = NAN; }\n')
+    assert nvrtc_check.main([str(good)]) == 0
+    assert "row_sum: " in capsys.readouterr().out
+    assert nvrtc_check.main([str(good), str(bad)]) == 1
+    assert "ERROR" in capsys.readouterr().out

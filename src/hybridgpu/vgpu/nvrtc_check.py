@@ -6,6 +6,9 @@ Needs pip ``cuda-bindings`` and ``nvidia-cuda-nvrtc`` (the CUDA 13 line, as the 
 whether they are installed, so tests can skip cleanly. A compile error raises
 ``NvrtcCompileError`` with NVRTC's log and the numbered source.
 
+From the shell, ``python -m hybridgpu.vgpu.nvrtc_check [--max-spill N] file.cu ...`` prints
+the report of each file (exit status 1 on a compile error or more spill bytes than N).
+
 Example:
     >>> src = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }'
     >>> if available():
@@ -117,3 +120,33 @@ def compile_for_sm90(source, name="kernel.cu", options=("-std=c++17",)):
     _, ptx_bytes = _compile(source, name, "compute_90", options)
     log, cubin_bytes = _compile(source, name, "sm_90", [*options, "-Xptxas=-v"])
     return Report(ptx_bytes, cubin_bytes, _kernel_reports(log), log)
+
+
+def main(argv=None):
+    """The command line: compile each ``.cu`` file, print registers and spills per kernel."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m hybridgpu.vgpu.nvrtc_check")
+    parser.add_argument("files", nargs="+", help="CUDA C sources")
+    parser.add_argument("--max-spill", type=int, default=0, help="spill bytes allowed a kernel")
+    args = parser.parse_args(argv)
+    failed = 0
+    for path in args.files:
+        with open(path) as f:
+            source = f.read()
+        try:
+            report = compile_for_sm90(source, name=path)
+        except NvrtcCompileError as err:
+            print(f"ERROR {path}\n{err}")
+            failed += 1
+            continue
+        print(f"ok {path}: PTX {report.ptx_bytes} B, cubin {report.cubin_bytes} B")
+        for kernel in report.kernels.values():
+            print(f"   {kernel.name}: {kernel.registers} registers, {kernel.spill_bytes} B spill, "
+                  f"{kernel.shared_bytes} B shared")
+            failed += kernel.spill_bytes > args.max_spill
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
