@@ -106,6 +106,19 @@ def test_fault_inside_a_kernel_with_barriers_is_reported(xp):
     assert xp.asnumpy(y)[-1] == 3968.0
 
 
+def test_division_by_zero_and_trap_end_the_launch_with_an_error(xp):
+    src = r"""
+    extern "C" __global__ void divide(const int* x, int* y, int d) { y[threadIdx.x] = x[threadIdx.x] / d; }
+    extern "C" __global__ void trap(int* y) { if (threadIdx.x == 3) __trap(); y[threadIdx.x] = 1; }
+    """
+    module = xp.RawModule(code=src)
+    x, y = xp.arange(4, dtype=xp.int32), xp.zeros(4, xp.int32)
+    with pytest.raises(MemoryFaultError, match="kernel divide: integer division by zero"):
+        module.get_function("divide")((1,), (4,), (x, y, np.int32(0)))
+    with pytest.raises(MemoryFaultError, match=r"kernel trap: __trap\(\) .*thread \(3, 0, 0\)"):
+        module.get_function("trap")((1,), (4,), (y,))
+
+
 def test_misaligned_vector_load_is_caught(xp):
     k = xp.RawModule(code=KERNELS["elementwise_float4"][0]).get_function("axpy_relu4")
     x, y = xp.zeros(64, xp.float32), xp.zeros(64, xp.float32)
