@@ -108,7 +108,9 @@ def test_fault_inside_a_kernel_with_barriers_is_reported(xp):
 
 def test_division_by_zero_and_trap_end_the_launch_with_an_error(xp):
     src = r"""
-    extern "C" __global__ void divide(const int* x, int* y, int d) { y[threadIdx.x] = x[threadIdx.x] / d; }
+    extern "C" __global__ void divide(const int* x, int* y, int d) {
+      y[threadIdx.x] = x[threadIdx.x] / d;
+    }
     extern "C" __global__ void trap(int* y) { if (threadIdx.x == 3) __trap(); y[threadIdx.x] = 1; }
     """
     module = xp.RawModule(code=src)
