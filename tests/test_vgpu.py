@@ -279,5 +279,15 @@ def test_environment_variable_makes_mx_gpu_virtual():
     assert bad.returncode != 0 and "HYBRIDGPU_VIRTUAL_GPU must be" in bad.stderr
 
 
+def test_num_gpus_follows_the_environment_variable(monkeypatch):
+    import hybridgpu as mx
+
+    monkeypatch.setenv("HYBRIDGPU_VIRTUAL_GPU", "3")
+    assert mx.context.num_gpus() == 3
+    monkeypatch.setenv("HYBRIDGPU_VIRTUAL_GPU", "-1")
+    with pytest.raises(mx.base.MXNetError, match="HYBRIDGPU_VIRTUAL_GPU must be"):
+        mx.context.num_gpus()
+
+
 def _src():
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
