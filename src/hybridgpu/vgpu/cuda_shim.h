@@ -351,6 +351,28 @@ inline void __syncthreads() { shim::barrier(); }
 inline void __syncwarp(unsigned = 0xffffffffu) { shim::barrier(); }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
+// Warp votes: every lane posts its predicate, one barrier, then each reads its warp's.
+namespace shim {
+inline unsigned warp_lanes() {  // the lanes of this thread's warp that exist in the block
+  unsigned n = blockDim.x * blockDim.y * blockDim.z, first = lane_index() / 32 * 32;
+  return n - first >= 32 ? 0xffffffffu : (1u << (n - first)) - 1u;
+}
+inline unsigned ballot(int predicate) {
+  static thread_local unsigned char posted[2][1024];
+  unsigned set = current ? current->exchanges++ & 1u : 0u;
+  unsigned t = lane_index(), first = t / 32 * 32, lanes = warp_lanes(), bits = 0;
+  posted[set][t] = predicate != 0;
+  barrier();
+  for (unsigned lane = 0; lane < 32; ++lane)
+    if ((lanes >> lane & 1u) && posted[set][first + lane]) bits |= 1u << lane;
+  return bits;
+}
+}  // namespace shim
+inline unsigned __ballot_sync(unsigned mask, int predicate) { return shim::ballot(predicate) & mask; }
+inline int __any_sync(unsigned mask, int predicate) { return (shim::ballot(predicate) & mask) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  return (shim::ballot(predicate) & mask) == (mask & shim::warp_lanes());
+}
 template <class T> T __shfl_sync(unsigned, T v, int src, int width = warpSize) {
   unsigned t = shim::lane_index();
   return shim::exchange(v, t / width * width + (unsigned)src % width);
