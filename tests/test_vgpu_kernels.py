@@ -172,6 +172,15 @@ def test_compile_error_shows_the_numbered_source_and_nvrtc_rejections_fail_here_
         xp.RawModule(code=COPY).get_function("nope")
 
 
+def test_macro_options_reach_the_compiler(xp):
+    src = 'extern "C" __global__ void fill(float* y) { y[threadIdx.x] = VALUE; }'
+    y = xp.zeros(2, xp.float32)
+    for value in ("1.5f", "2.5f"):
+        module = xp.RawModule(code=src, options=("-std=c++17", f"-DVALUE={value}"))
+        module.get_function("fill")((1,), (2,), (y,))
+        assert xp.asnumpy(y).tolist() == [float(value[:-1])] * 2
+
+
 def test_compiled_kernels_are_cached_on_disk(xp, tmp_path, monkeypatch):
     monkeypatch.setenv("HYBRIDGPU_CACHE", str(tmp_path))
     source = COPY + "// cache test\n"
