@@ -265,6 +265,8 @@ def _fault(kernel, report):
         detail = f"{what} (a GPU gives an undefined value without an error; the CPU traps)"
     elif report.code == 5:
         detail = "__trap() was called (cudaErrorLaunchFailure)"
+    elif report.code == 6:
+        detail = f"{what} (the virtual GPU gives each thread 128 KiB of stack)"
     else:
         detail = (f"{what} at address 0x{address:x}: {memory.describe(address)} "
                   "(cudaErrorIllegalAddress)")
