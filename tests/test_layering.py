@@ -28,6 +28,7 @@ LAYERS = (
     "limits",         # size caps for what files ask to allocate
     "safe_text",      # names from files made safe to print or generate
     "numpy_interop",  # what NumPy may do with NDArrays (ufuncs, mixing)
+    "vgpu",           # the virtual GPU: a CuPy stand-in a context can hand out
     "ops",            # the op registry: imports nothing but the modules above
     "graph",          # the IR, inference, the reference interpreter
     "modes",          # recording / train-mode flags
