@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     pool,
     random,
     reduce,
+    rnn,
     shape,
     sort,
 )
