@@ -63,7 +63,7 @@ def param_size(mode, num_layers, input_size, state_size, bidirectional=False):
         >>> param_size("lstm", 1, 3, 4)
         144
         >>> param_size("gru", 2, 5, 3, bidirectional=True)
-        306
+        378
     """
     dirs, gates = 2 if bidirectional else 1, GATES[mode]
     total = 0

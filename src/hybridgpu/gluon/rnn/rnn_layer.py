@@ -209,7 +209,9 @@ class RNN(_RNNLayer):
     (the default) or tanh; one state ``(num_layers * directions, N, hidden_size)``.
 
     Example:
-        >>> RNN(4, activation="tanh", layout="NTC", input_size=2)(nd.ones((3, 5, 2))).shape
+        >>> layer = RNN(4, activation="tanh", layout="NTC", input_size=2)
+        >>> layer.initialize()
+        >>> layer(nd.ones((3, 5, 2))).shape
         (3, 5, 4)
     """
 
@@ -230,7 +232,9 @@ class LSTM(_RNNLayer):
     MXNet's CPU kernel ignores them). ``projection_size`` is not supported.
 
     Example:
-        >>> LSTM(4, bidirectional=True, input_size=2)(nd.ones((3, 5, 2))).shape
+        >>> layer = LSTM(4, bidirectional=True)
+        >>> layer.initialize()
+        >>> layer(nd.ones((3, 5, 2))).shape
         (3, 5, 8)
     """
 
@@ -253,7 +257,9 @@ class GRU(_RNNLayer):
     multiplies the hidden product); one state.
 
     Example:
-        >>> GRU(4, num_layers=2, input_size=2)(nd.ones((3, 5, 2))).shape
+        >>> layer = GRU(4, num_layers=2, input_size=2)
+        >>> layer.initialize()
+        >>> layer(nd.ones((3, 5, 2))).shape
         (3, 5, 4)
     """
 
