@@ -30,12 +30,12 @@ import re
 from collections import OrderedDict
 
 from ... import ndarray as nd
-from ... import symbol as sym
 from ...base import MXNetError
 from ...ndarray import NDArray
 from ...ops.rnn import GATES
 from ...symbol import Symbol
 from ..hybrid_block import HybridBlock
+from .sequence import symbolic_zeros
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -159,7 +159,9 @@ class _RNNLayer(HybridBlock):
         self._complete_input_size(inputs)
         if skip:
             if isinstance(inputs, Symbol):
-                states = self.begin_state(0, func=sym.zeros)
+                batch_axis = self._layout.find("N")
+                states = [symbolic_zeros(inputs, batch_axis, info["shape"])
+                          for info in self.state_info(0)]
             else:
                 batch = inputs.shape[self._layout.find("N")]
                 states = self.begin_state(batch, ctx=inputs.context, dtype=inputs.dtype)
