@@ -10,6 +10,18 @@ Example:
     (4, 1, 3)
 """
 
+from .cell_wrappers import (
+    BidirectionalCell,
+    DropoutCell,
+    HybridSequentialRNNCell,
+    ModifierCell,
+    ResidualCell,
+    SequentialRNNCell,
+    ZoneoutCell,
+)
+from .rnn_cell import GRUCell, HybridRecurrentCell, LSTMCell, RecurrentCell, RNNCell
 from .rnn_layer import GRU, LSTM, RNN
 
-__all__ = ["RNN", "LSTM", "GRU"]
+__all__ = ["RNN", "LSTM", "GRU", "RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell",
+           "GRUCell", "SequentialRNNCell", "HybridSequentialRNNCell", "BidirectionalCell",
+           "DropoutCell", "ModifierCell", "ZoneoutCell", "ResidualCell"]
