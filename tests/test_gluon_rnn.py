@@ -298,3 +298,53 @@ def test_training_step_changes_the_loss():
         trainer.step(8)
         losses.append(float(loss.asscalar()))
     assert losses[-1] < losses[0]
+
+
+# -- variable lengths (use_sequence_length) -----------------------------------------------------
+
+@pytest.mark.parametrize("hybridize", [False, True], ids=["imperative", "hybridized"])
+def test_sequence_length_equals_each_sequence_alone(hybridize):
+    layer = rnn.LSTM(3, num_layers=2, bidirectional=True, input_size=2,
+                     use_sequence_length=True)
+    layer.initialize(mx.init.Uniform(0.5))
+    if hybridize:
+        layer.hybridize()
+    x = mx.nd.random.uniform(-1, 1, shape=(5, 3, 2))
+    lengths = [5, 2, 3]
+    states = [mx.nd.random.uniform(shape=(4, 3, 3)) for _ in range(2)]
+    out, (h, c) = layer(x, states, mx.nd.array(lengths))
+    alone = rnn.LSTM(3, num_layers=2, bidirectional=True, input_size=2)
+    alone.initialize()
+    for (_, p), (_, q) in zip(layer.collect_params().items(), alone.collect_params().items()):
+        q.set_data(p.data())
+    for n, length in enumerate(lengths):
+        want, (wh, wc) = alone(x[:length, n:n + 1],
+                               [states[0][:, n:n + 1], states[1][:, n:n + 1]])
+        close(out[:length, n:n + 1], want.asnumpy(), f"sequence {n} output")
+        assert not out[length:, n].asnumpy().any(), f"sequence {n}: padding is not zero"
+        close(h[:, n:n + 1], wh.asnumpy(), f"sequence {n} final h")
+        close(c[:, n:n + 1], wc.asnumpy(), f"sequence {n} final c")
+
+
+@pytest.mark.parametrize("case", __import__("op_cases.rnn", fromlist=["LENGTH_CASES"])
+                         .LENGTH_CASES, ids=lambda c: c.name)
+def test_sequence_length_op_cases(case):
+    from op_harness import check_grad, check_infer_shape, run_all_outputs
+
+    arrays = case.make_inputs(np.float64)
+    _, _, outs = run_all_outputs(case, arrays)
+    names = case.opdef.input_names(case.opdef.parse_attrs(case.attrs))
+    given = dict(zip(names, arrays))
+    want = case.ref(given["data"], given["parameters"], given["state"], None,
+                    given["sequence_length"], **case.attrs)
+    for got, ref in zip(outs, want):
+        np.testing.assert_allclose(got.asnumpy(), ref, rtol=1e-10, atol=1e-12)
+    check_infer_shape(case)
+    check_grad(case)
+
+
+def test_sequence_length_must_match_the_layer():
+    layer = rnn.GRU(2, input_size=2)
+    layer.initialize()
+    with pytest.raises(MXNetError, match="use_sequence_length"):
+        layer(mx.nd.ones((3, 2, 2)), layer.begin_state(batch_size=2), mx.nd.array([1, 2]))

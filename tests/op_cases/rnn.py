@@ -9,6 +9,11 @@ import numpy as np
 
 from op_harness import OpCase
 
+#: ``use_sequence_length`` cases of modes without ``state_cell``: ``nd.RNN`` binds a 4th
+#: positional input to ``state_cell``, so ``tests/test_gluon_rnn.py`` runs these through the
+#: harness's checks that pass inputs by name.
+LENGTH_CASES = []  # filled below
+
 TESTED_ELSEWHERE = {
     "_backward_RNN": "the RNN gradient cases here (RNN's grad calls it)",
 }
@@ -105,6 +110,44 @@ def _case(mode, steps=3, batch=2, inputs=3, hidden=2, layers=1, bidirectional=Fa
                   id=tag, **extra)
 
 
+def rnn_reference_lengths(data, params, state, state_cell=None, sequence_length=None, *,
+                          state_outputs=False, **attrs):
+    """The RNN op with ``use_sequence_length``: each sequence run alone on its valid steps;
+    the padded steps of the output are zeros."""
+    out = np.zeros((data.shape[0], data.shape[1], 0), dtype=data.dtype)
+    outs, hys, cys = [], [], []
+    for n, length in enumerate(sequence_length.astype(int)):
+        cell = None if state_cell is None else state_cell[:, n:n + 1]
+        got = rnn_reference(data[:length, n:n + 1], params, state[:, n:n + 1], cell,
+                            state_outputs=True, **attrs)
+        padded = np.zeros((data.shape[0], 1, got[0].shape[2]), dtype=data.dtype)
+        padded[:length] = got[0]
+        outs.append(padded)
+        hys.append(got[1])
+        cys.append(got[2] if cell is not None else None)
+    out = np.concatenate(outs, axis=1)
+    if not state_outputs:
+        return out
+    result = (out, np.concatenate(hys, axis=1))
+    return result + ((np.concatenate(cys, axis=1),) if state_cell is not None else ())
+
+
+def _lengths_case(mode, lengths, **kwargs):
+    """``use_sequence_length``: sequence_length is a float vector of lengths (MXNet takes any
+    dtype); inputs are drawn as for ``_case``, the lengths appended."""
+    case = _case(mode, batch=len(lengths), steps=max(lengths) + 1, **kwargs)
+    shapes = case.shapes
+
+    def make(rng, dtype):
+        arrays = [rng.uniform(-1.0, 1.0, size=s).astype(dtype) for s in shapes]
+        return arrays + [np.array(lengths, dtype=dtype)]
+
+    case.shapes, case.make = [], make
+    case.attrs = {**case.attrs, "use_sequence_length": True}
+    case.ref, case.id = rnn_reference_lengths, case.id + "-lengths"
+    return case
+
+
 def _dropout_case():
     """Dropout between layers in train mode: no NumPy reference (random), but the gradient
     check replays the same masks (the seed is reset for every evaluation)."""
@@ -123,6 +166,12 @@ CASES = [
     _case("gru", layers=2, bidirectional=True, state_outputs=False),
     _case("rnn_tanh", layers=3, bidirectional=True, hidden=3, inputs=2, steps=4),
     _dropout_case(),
+    _lengths_case("lstm", [3, 1, 4], layers=2, bidirectional=True),
     OpCase("_rnn_param_concat", shapes=[(6,), (4,), (2,)], attrs={"dim": 0},
            ref=lambda *xs, dim: np.concatenate(xs, dim)),
+]
+
+LENGTH_CASES += [
+    _lengths_case("gru", [2, 4], bidirectional=True),
+    _lengths_case("rnn_tanh", [1, 3, 2], layers=2),
 ]

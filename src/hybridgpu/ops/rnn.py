@@ -7,7 +7,10 @@ Layout (MXNet's, which is cuDNN's): ``data`` is (T, N, I); ``state`` and ``state
 every bias: for each layer, for each direction (left to right first), ``i2h`` then ``h2h``. A
 weight is (gates * H, inputs) with the gates in MXNet's order: LSTM ``i, f, g, o``, GRU
 ``r, z, n``. GRU applies the reset gate after the hidden product, as cuDNN does:
-``n = tanh(Wx + bx + r * (Wh h + bh))``.
+``n = tanh(Wx + bx + r * (Wh h + bh))``. With ``use_sequence_length`` a fifth input
+``sequence_length`` (N,) gives each sequence's valid length, with cuDNN's results: padded steps
+output zeros and leave the states alone, and the backward direction starts at each sequence's
+own last step (MXNet's CPU kernel ignores the lengths, and the LSTM state clip too).
 
 Outputs: ``output`` (T, N, directions * H), then (with ``state_outputs``) ``state_output`` and
 for LSTM ``statecell_output``; one hidden output (``reserve``) keeps the dropout masks so the
@@ -159,30 +162,61 @@ def _times(steps, reverse):
     return range(steps - 1, -1, -1) if reverse else range(steps)
 
 
-def _run_direction(xp, mode, x, weights, h, c, reverse, clip):
-    """Run one direction over ``x`` (T, N, I): ``(outputs (T, N, H), h, c, caches)``."""
+class _Lengths:
+    """Valid lengths per sequence (``use_sequence_length``): ``active`` (T, N, 1) is 1 on the
+    steps inside each sequence; ``reverse`` flips each sequence within its length (its own
+    inverse), which is how the backward direction reads a padded batch."""
+
+    def __init__(self, xp, lengths, steps, dtype):
+        t = xp.arange(steps)[:, None]
+        lens = xp.clip(lengths.astype("int64"), 0, steps)[None, :]
+        self.active = (t < lens)[:, :, None].astype(dtype)
+        self._flip = xp.where(t < lens, lens - 1 - t, t)
+        self._cols = xp.arange(lengths.shape[0])[None, :]
+
+    def reverse(self, a):
+        return a[self._flip, self._cols]
+
+
+def _run_direction(xp, mode, x, weights, h, c, reverse, clip, active=None):
+    """Run one direction over ``x`` (T, N, I): ``(outputs (T, N, H), h, c, caches)``. With
+    ``active``, padded steps output zeros and carry the states through unchanged."""
     wi, wh, bi, bh = weights
     steps, batch = x.shape[:2]
     px = (x.reshape(steps * batch, -1) @ wi.T + bi).reshape(steps, batch, -1)
     ys = xp.empty((steps, batch, wh.shape[1]), dtype=x.dtype)
     caches = [None] * steps
     for t in _times(steps, reverse):
-        h, c, caches[t] = _step(xp, mode, px[t], h, c, wh, bh, clip)
-        ys[t] = h
+        h_new, c_new, caches[t] = _step(xp, mode, px[t], h, c, wh, bh, clip)
+        if active is None:
+            h, c = h_new, c_new
+            ys[t] = h
+            continue
+        a = active[t]
+        ys[t] = h_new * a
+        h = h_new * a + h * (1 - a)
+        c = None if c is None else c_new * a + c * (1 - a)
     return ys, h, c, caches
 
 
-def _back_direction(xp, mode, x, weights, dys, dh, dc, caches, reverse):
+def _back_direction(xp, mode, x, weights, dys, dh, dc, caches, reverse, active=None):
     """Backpropagate one direction: ``(dx, [dwi, dwh, dbi, dbh], dh0, dc0)``."""
     wi, wh, _, _ = weights
     steps, batch = x.shape[:2]
     dpx = xp.empty((steps, batch, wi.shape[0]), dtype=x.dtype)
     dwh, dbh = xp.zeros_like(wh), xp.zeros(wh.shape[0], dtype=x.dtype)
     for t in _times(steps, not reverse):
-        dpx[t], dhh, dh_prev, dc = _step_back(xp, mode, dh + dys[t], dc, caches[t], wh)
+        g, g_c = dh + dys[t], dc
+        if active is not None:  # padded steps pass dh and dc straight to the previous step
+            a = active[t]
+            g, g_c = g * a, None if dc is None else dc * a
+        dpx[t], dhh, dh_prev, dc_prev = _step_back(xp, mode, g, g_c, caches[t], wh)
         dwh += dhh.T @ caches[t][0]
         dbh += dhh.sum(axis=0)
-        dh = dh_prev
+        if active is not None:
+            dh_prev = dh_prev + dh * (1 - a)
+            dc_prev = None if dc is None else dc_prev + dc * (1 - a)
+        dh, dc = dh_prev, dc_prev
     flat = dpx.reshape(steps * batch, -1)
     dx = (flat @ wi).reshape(x.shape)
     return dx, [flat.T @ x.reshape(steps * batch, -1), dwh, flat.sum(axis=0), dbh], dh, dc
@@ -219,17 +253,30 @@ def _check_arrays(data, params, state, cell, attrs):
         if arr is not None and tuple(arr.shape) != shape:
             raise MXNetError(f"RNN: {name} has shape {tuple(arr.shape)}, expected {shape} "
                              "(num_layers * directions, batch, state_size)")
-    if attrs["use_sequence_length"]:
-        raise MXNetError("RNN: use_sequence_length=True is not supported; mask the outputs "
-                         "with SequenceMask instead")
 
 
-def _forward(xp, data, params, state, cell, attrs, masks=None, rng=None, is_train=False):
-    """``(output, hy, cy, masks, caches)``; draws new dropout masks unless ``masks`` given."""
+def _check_lengths(data, lengths):
+    if lengths is not None and tuple(lengths.shape) != (data.shape[1],):
+        raise MXNetError(f"RNN: sequence_length has shape {tuple(lengths.shape)}, expected "
+                         f"({data.shape[1]},): one length per sequence of the batch")
+
+
+def _dropout_mask(xp, y, p, rng, is_train):
+    if not is_train:
+        return xp.ones_like(y)
+    keep = rng.uniform(0.0, 1.0, size=y.shape) >= p
+    return (keep * (1.0 / (1.0 - p) if p < 1 else 0.0)).astype(y.dtype)
+
+
+def _forward(xp, data, params, state, cell, lengths, attrs, masks=None, rng=None,
+             is_train=False):
+    """``(output, hy, cy, masks, caches)``; draws new dropout masks unless ``masks`` given.
+    With ``lengths`` (a ``_Lengths``), padded steps give zeros and leave the states alone."""
     _check_arrays(data, params, state, cell, attrs)
     layers, dirs, _, _ = _geometry(attrs)
     mode, clip, p = attrs["mode"], _clip(attrs), attrs["p"]
     weights = _unpack(params, attrs, data.shape[2])
+    active = None if lengths is None else lengths.active
     hy = xp.empty_like(state)
     cy = xp.empty_like(cell) if cell is not None else None
     x, caches, drawn = data, [], []
@@ -237,21 +284,18 @@ def _forward(xp, data, params, state, cell, attrs, masks=None, rng=None, is_trai
         outs = []
         for d in range(dirs):
             k = layer * dirs + d
-            y, hy[k], c, cache = _run_direction(xp, mode, x, weights[k], state[k],
-                                                None if cell is None else cell[k], d == 1, clip)
+            flip = d == 1 and lengths is not None  # reverse each sequence within its length
+            xin = lengths.reverse(x) if flip else x
+            y, hy[k], c, cache = _run_direction(xp, mode, xin, weights[k], state[k],
+                                                None if cell is None else cell[k],
+                                                d == 1 and not flip, clip, active)
             if cy is not None:
                 cy[k] = c
-            outs.append(y)
-            caches.append((x, cache))
+            outs.append(lengths.reverse(y) if flip else y)
+            caches.append((xin, cache))
         y = outs[0] if dirs == 1 else xp.concatenate(outs, axis=2)
         if layer < layers - 1 and p > 0:
-            if masks is not None:
-                mask = masks[layer]
-            elif is_train:
-                keep = rng.uniform(0.0, 1.0, size=y.shape) >= p
-                mask = (keep * (1.0 / (1.0 - p) if p < 1 else 0.0)).astype(y.dtype)
-            else:
-                mask = xp.ones_like(y)
+            mask = masks[layer] if masks is not None else _dropout_mask(xp, y, p, rng, is_train)
             drawn.append(mask)
             y = y * mask
         x = y
@@ -265,47 +309,71 @@ def _reserve_shape(attrs, steps, batch, width):
     return (1,)
 
 
-def _rnn_compute(xp, data, params, state, *rest, rng=None, is_train=False, **attrs):
-    cell = rest[0] if attrs["mode"] == "lstm" else None
-    out, hy, cy, masks, _ = _forward(xp, data, params, state, cell, attrs, rng=rng,
+def _named_inputs(names, arrays):
+    """``{input name: array}`` (absent optional inputs map to None)."""
+    got = dict(zip(names, arrays))
+    return lambda name: got.get(name)
+
+
+def _lengths_of(xp, data, lengths):
+    _check_lengths(data, lengths)
+    return None if lengths is None else _Lengths(xp, lengths, data.shape[0], data.dtype)
+
+
+def _rnn_compute(xp, *arrays, rng=None, is_train=False, **attrs):
+    arg = _named_inputs(_rnn_inputs(attrs), arrays)
+    data = arg("data")
+    out, hy, cy, masks, _ = _forward(xp, data, arg("parameters"), arg("state"),
+                                     arg("state_cell"), _lengths_of(xp, data, arg(
+                                         "sequence_length")), attrs, rng=rng,
                                      is_train=is_train)
     reserve = xp.stack(masks) if masks else xp.zeros((1,), dtype=data.dtype)
-    return (out, hy) + ((cy,) if cell is not None else ()) + (reserve,)
+    return (out, hy) + ((cy,) if cy is not None else ()) + (reserve,)
 
 
-def _backward_compute(xp, data, params, state, *rest, **attrs):
-    lstm = attrs["mode"] == "lstm"
-    cell = rest[0] if lstm else None
-    rest = rest[1:] if lstm else rest
-    dout, dhy = rest[0], rest[1]
-    dcy, reserve = (rest[2], rest[3]) if lstm else (None, rest[2])
-    masks = list(reserve) if reserve.ndim == 4 else None
-    _, _, _, masks, caches = _forward(xp, data, params, state, cell, attrs, masks=masks)
-    layers, dirs, hidden, _ = _geometry(attrs)
+def _back_layer(xp, attrs, layer, dy, arg, caches, weights, lengths, grads):
+    """Backpropagate layer ``layer`` (every direction) given ``dy``; writes into ``grads``
+    (``[dparams views, dstate, dcell]``) and returns the gradient of the layer's input."""
+    dweights, dstate, dcell = grads
+    dirs, hidden = 2 if attrs["bidirectional"] else 1, attrs["state_size"]
+    active = None if lengths is None else lengths.active
+    dcy = arg("statecell_grad")
+    dx = None
+    for d in range(dirs):
+        k = layer * dirs + d
+        x, cache = caches[k]
+        flip = d == 1 and lengths is not None
+        dy_d = dy[:, :, d * hidden:(d + 1) * hidden]
+        dxd, dws, dstate[k], dc = _back_direction(
+            xp, attrs["mode"], x, weights[k], lengths.reverse(dy_d) if flip else dy_d,
+            arg("state_grad")[k], None if dcy is None else dcy[k], cache, d == 1 and not flip,
+            active)
+        for target, grad in zip(dweights[k], dws):
+            target[...] = grad
+        if dcell is not None:
+            dcell[k] = dc
+        dxd = lengths.reverse(dxd) if flip else dxd
+        dx = dxd if dx is None else dx + dxd
+    return dx
+
+
+def _backward_compute(xp, *arrays, **attrs):
+    arg = _named_inputs(_backward_inputs(attrs), arrays)
+    data, params, state, cell = arg("data"), arg("parameters"), arg("state"), arg("state_cell")
+    reserve = arg("reserve")
+    lengths = _lengths_of(xp, data, arg("sequence_length"))
+    _, _, _, masks, caches = _forward(xp, data, params, state, cell, lengths, attrs,
+                                      masks=list(reserve) if reserve.ndim == 4 else None)
     dparams = xp.zeros_like(params)
-    dweights = _unpack(dparams, attrs, data.shape[2])
-    dstate = xp.empty_like(state)
-    dcell = xp.empty_like(cell) if lstm else None
+    grads = [_unpack(dparams, attrs, data.shape[2]), xp.empty_like(state),
+             None if cell is None else xp.empty_like(cell)]
     weights = _unpack(params, attrs, data.shape[2])
-    dy = dout
-    for layer in range(layers - 1, -1, -1):
-        if layer < layers - 1 and masks:
+    dy = arg("out_grad")
+    for layer in range(attrs["num_layers"] - 1, -1, -1):
+        if layer < attrs["num_layers"] - 1 and masks:
             dy = dy * masks[layer]
-        dx = None
-        for d in range(dirs):
-            k = layer * dirs + d
-            x, cache = caches[k]
-            dxd, grads, dstate[k], dc = _back_direction(
-                xp, attrs["mode"], x, weights[k],
-                dy[:, :, d * hidden:(d + 1) * hidden], dhy[k],
-                dcy[k] if lstm else None, cache, d == 1)
-            for target, grad in zip(dweights[k], grads):
-                target[...] = grad
-            if lstm:
-                dcell[k] = dc
-            dx = dxd if dx is None else dx + dxd
-        dy = dx
-    return (dy, dparams, dstate) + ((dcell,) if lstm else ())
+        dy = _back_layer(xp, attrs, layer, dy, arg, caches, weights, lengths, grads)
+    return (dy, dparams, grads[1]) + ((grads[2],) if cell is not None else ())
 
 
 # -- shapes, types, gradient ------------------------------------------------------------------
@@ -351,19 +419,18 @@ def _rnn_shape(attrs, in_shapes):
 
 
 def _rnn_type(attrs, in_types):
-    n = 4 if attrs["mode"] == "lstm" else 3
-    dtype = next((t for t in in_types[:n - 1] if t is not None), None)
-    ins = [dtype] * (n - 1) + list(in_types[n - 1:])
-    return ins, [dtype] * n
+    n = 4 if attrs["mode"] == "lstm" else 3  # float inputs; as many outputs
+    dtype = next((t for t in in_types[:n] if t is not None), None)
+    return [dtype] * n + list(in_types[n:]), [dtype] * n
 
 
 def _rnn_grad(F, ins, outs, gouts, **attrs):
     n_states = 2 if attrs["mode"] == "lstm" else 1
     heads = [F.zeros_like(o) if g is None else g
              for o, g in zip(outs[:1 + n_states], gouts[:1 + n_states])]
-    values = [*ins[:2 + n_states], *heads, outs[-1]]
+    values = [*ins, *heads, outs[-1]]
     grads = F._backward_RNN(**dict(zip(_backward_inputs(attrs), values)), **attrs)
-    return list(grads) + [None] * (len(ins) - 2 - n_states)
+    return list(grads) + [None] * (len(ins) - 2 - n_states)  # no sequence_length gradient
 
 
 _RNN_ATTRS = {
@@ -378,7 +445,8 @@ _RNN_ATTRS = {
     "lstm_state_clip_min": Float(default=None, doc="clip the LSTM cell state from below"),
     "lstm_state_clip_max": Float(default=None, doc="clip the LSTM cell state from above"),
     "lstm_state_clip_nan": Bool(default=False, doc="accepted; clipping never makes NaN here"),
-    "use_sequence_length": Bool(default=False, doc="variable lengths; not supported"),
+    "use_sequence_length": Bool(default=False, doc="take sequence_length (N,): steps past "
+                                                    "each length give zeros, keep the states"),
 }
 
 
@@ -408,21 +476,21 @@ register(OpDef(
 
 def _backward_inputs(attrs):
     lstm = attrs["mode"] == "lstm"
-    states = ("state", "state_cell") if lstm else ("state",)
     heads = ("out_grad", "state_grad", "statecell_grad") if lstm else ("out_grad", "state_grad")
-    return ("data", "parameters", *states, *heads, "reserve")
+    return (*_rnn_inputs(attrs), *heads, "reserve")
 
 
 def _backward_shape(attrs, in_shapes):
-    n = 4 if attrs["mode"] == "lstm" else 3
-    fwd_ins, _ = _rnn_shape({**attrs, "use_sequence_length": False}, list(in_shapes[:n]))
-    return fwd_ins + list(in_shapes[n:]), fwd_ins[:n]
+    n_fwd, n_grads = len(_rnn_inputs(attrs)), 4 if attrs["mode"] == "lstm" else 3
+    fwd_ins, _ = _rnn_shape(attrs, list(in_shapes[:n_fwd]))
+    return fwd_ins + list(in_shapes[n_fwd:]), fwd_ins[:n_grads]
 
 
 register(OpDef(
     "_backward_RNN",
-    inputs=("data", "parameters", "state", "state_cell", "out_grad", "state_grad",
-            "statecell_grad", "reserve"),
+    inputs=("data", "parameters", "state", "state_cell", "sequence_length", "out_grad",
+            "state_grad", "statecell_grad", "reserve"),
+    nondiff_inputs=("sequence_length",),
     input_filter=_backward_inputs, attrs=_RNN_ATTRS, compute=_backward_compute,
     infer_shape=_backward_shape,
     num_outputs=lambda a: 4 if a["mode"] == "lstm" else 3,

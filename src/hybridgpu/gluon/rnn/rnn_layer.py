@@ -7,7 +7,9 @@ Each layer keeps one weight and bias pair per (layer, direction) with MXNet's na
 ``RNN`` op, joined by ``_rnn_param_concat`` as MXNet does, so exported graphs and weights match.
 
 Called without states, a layer starts from zeros and returns only the output; called with a list
-of states, it returns ``(output, new_states)``.
+of states, it returns ``(output, new_states)``. Made with ``use_sequence_length=True``, a layer
+takes ``layer(x, states, sequence_length)`` (one valid length per sequence): padded steps give
+zeros and the final states are those of each sequence's last valid step.
 
 Example:
     >>> import hybridgpu as mx
@@ -56,7 +58,8 @@ class _RNNLayer(HybridBlock):
     def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                  i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
                  h2h_bias_initializer, mode, lstm_state_clip_min=None, lstm_state_clip_max=None,
-                 lstm_state_clip_nan=False, dtype="float32", **kwargs):
+                 lstm_state_clip_nan=False, dtype="float32", use_sequence_length=False,
+                 **kwargs):
         super().__init__(**kwargs)
         if layout not in ("TNC", "NTC"):
             raise MXNetError(f"{type(self).__name__}: invalid layout {layout!r}; must be 'TNC' "
@@ -72,6 +75,7 @@ class _RNNLayer(HybridBlock):
         self._gates = GATES[mode]
         self._clip = (lstm_state_clip_min, lstm_state_clip_max, lstm_state_clip_nan)
         self._dtype = dtype
+        self._use_sequence_length = use_sequence_length
         self._traces_by_skip = {True: self._traces, False: OrderedDict()}
         self._skip_states = True
         rows, inputs = self._gates * hidden_size, input_size
@@ -151,10 +155,10 @@ class _RNNLayer(HybridBlock):
                 param.shape = (param.shape[0], size)
 
     def __call__(self, inputs, states=None, sequence_length=None):
-        if sequence_length is not None:
-            raise MXNetError(f"{type(self).__name__} {self.name!r}: sequence_length "
-                             "(use_sequence_length) is not supported; mask the output with "
-                             "SequenceMask instead")
+        if (sequence_length is not None) != self._use_sequence_length:
+            raise MXNetError(f"{type(self).__name__} {self.name!r}: sequence_length is given "
+                             "if and only if the layer was made with use_sequence_length=True "
+                             f"(it was made with {self._use_sequence_length})")
         skip = states is None
         self._complete_input_size(inputs)
         if skip:
@@ -169,9 +173,11 @@ class _RNNLayer(HybridBlock):
             states = [states]
         self._skip_states = skip
         self._traces = self._traces_by_skip[skip]  # with and without states trace apart
-        return super().__call__(inputs, list(states))
+        if sequence_length is None:
+            return super().__call__(inputs, list(states))
+        return super().__call__(inputs, list(states), sequence_length)
 
-    def hybrid_forward(self, F, inputs, states, **params):
+    def hybrid_forward(self, F, inputs, states, sequence_length=None, **params):
         if F is nd:
             batch = inputs.shape[self._layout.find("N")]
             for state, info in zip(states, self.state_info(batch)):
@@ -190,11 +196,13 @@ class _RNNLayer(HybridBlock):
                 for d in "lr"[:self._dir] for gate in ("i2h", "h2h")]
         packed = F._internal._rnn_param_concat(*flat, dim=0)
         clip_min, clip_max, clip_nan = self._clip
-        out = F.RNN(inputs, packed, *states, state_size=self._hidden_size,
+        lengths = {} if sequence_length is None else {"sequence_length": sequence_length}
+        out = F.RNN(inputs, packed, *states, **lengths, state_size=self._hidden_size,
                     num_layers=self._num_layers, bidirectional=self._dir == 2, p=self._dropout,
                     state_outputs=True, mode=self._mode, projection_size=None,
                     lstm_state_clip_min=clip_min, lstm_state_clip_max=clip_max,
-                    lstm_state_clip_nan=clip_nan, use_sequence_length=False)
+                    lstm_state_clip_nan=clip_nan,
+                    use_sequence_length=sequence_length is not None)
         outputs, new_states = out[0], [out[i] for i in range(1, 1 + n_states)]
         if self._layout == "NTC":
             outputs = F.swapaxes(outputs, dim1=0, dim2=1)
