@@ -348,3 +348,31 @@ def test_sequence_length_must_match_the_layer():
     layer.initialize()
     with pytest.raises(MXNetError, match="use_sequence_length"):
         layer(mx.nd.ones((3, 2, 2)), layer.begin_state(batch_size=2), mx.nd.array([1, 2]))
+
+
+def test_hybridized_dropout_matches_imperative_with_the_same_seed():
+    layer = rnn.LSTM(4, num_layers=3, dropout=0.5, input_size=2)
+    layer.initialize(mx.init.Uniform(1.0))
+    x = mx.nd.random.uniform(shape=(6, 4, 2))
+    results = []
+    for hybrid in (False, True):
+        layer.hybridize(hybrid)
+        mx.random.seed(5)
+        with mx.autograd.record():
+            out = layer(x)
+        out.backward()
+        results.append((out.asnumpy(), layer.l0_i2h_weight.grad().asnumpy().copy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=RTOL)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=RTOL, atol=ATOL)
+
+
+def test_zoneout_keeps_previous_values_in_training():
+    cell = rnn.ZoneoutCell(rnn.GRUCell(3, input_size=2), zoneout_outputs=1.0,
+                           zoneout_states=1.0)
+    cell.initialize(mx.init.Uniform(1.0))
+    begin = [mx.nd.ones((2, 3))]
+    with mx.autograd.train_mode():
+        outs, states = cell.unroll(4, mx.nd.ones((2, 4, 2)), begin_state=begin,
+                                   merge_outputs=True)
+    assert not outs.asnumpy().any()  # every output zoned out: the first "previous" is zeros
+    np.testing.assert_array_equal(states[0].asnumpy(), begin[0].asnumpy())
