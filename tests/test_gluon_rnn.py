@@ -376,3 +376,56 @@ def test_zoneout_keeps_previous_values_in_training():
                                    merge_outputs=True)
     assert not outs.asnumpy().any()  # every output zoned out: the first "previous" is zeros
     np.testing.assert_array_equal(states[0].asnumpy(), begin[0].asnumpy())
+
+
+# -- the real MXNet, when installed (.oracle/) ----------------------------------------------------
+
+ORACLE = os.path.join(os.path.dirname(HERE), ".oracle", "bin", "python")
+
+_MXNET_RUNS_EXPORT = """
+import sys
+import numpy as np
+import mxnet as mx
+folder, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+inputs = dict(np.load(folder + "/inputs.npz"))
+names = ["data%d" % i for i in range(count)]
+net = mx.gluon.SymbolBlock.imports(folder + "/" + prefix + "-symbol.json", names,
+                                   folder + "/" + prefix + "-0000.params")
+np.save(folder + "/out.npy", net(*[mx.nd.array(inputs[n]) for n in names]).asnumpy())
+"""
+
+
+def _oracle(*args):
+    import subprocess
+
+    if not os.path.exists(ORACLE):
+        pytest.skip(f"the real MXNet is not installed at {ORACLE}")
+    done = subprocess.run([ORACLE, *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("build", ["rnn.LSTM(4, num_layers=2, bidirectional=True)",
+                                   "rnn.GRU(3, layout='NTC', num_layers=2)",
+                                   "rnn.RNN(3, activation='tanh', bidirectional=True)"])
+def test_real_mxnet_runs_hybridgpu_exports(build, tmp_path):
+    layer = eval(build)  # noqa: S307
+    layer.initialize(mx.init.Uniform(0.5))
+    layer.hybridize()
+    x = mx.nd.random.uniform(-1, 1, shape=(4, 3, 2))
+    want = layer(x).asnumpy()
+    layer.export(str(tmp_path / "net"))
+    batch = x.shape[layer._layout.find("N")]
+    inputs = [x] + layer.begin_state(batch_size=batch)
+    np.savez(tmp_path / "inputs.npz", **{f"data{i}": a.asnumpy() for i, a in enumerate(inputs)})
+    _oracle("-c", _MXNET_RUNS_EXPORT, tmp_path, "net", len(inputs))
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.oracle
+def test_generator_reproduces_fixtures(tmp_path):
+    _oracle(os.path.join(HERE, "fixtures", "make_mxnet_rnn_fixtures.py"), "--out", tmp_path)
+    for name in sorted(os.listdir(FIXTURES)):
+        with open(os.path.join(FIXTURES, name), "rb") as kept:
+            assert (tmp_path / name).read_bytes() == kept.read(), name
