@@ -429,3 +429,11 @@ def test_generator_reproduces_fixtures(tmp_path):
     for name in sorted(os.listdir(FIXTURES)):
         with open(os.path.join(FIXTURES, name), "rb") as kept:
             assert (tmp_path / name).read_bytes() == kept.read(), name
+
+
+def test_infer_shape_completes_the_input_size():
+    layer = rnn.GRU(3, bidirectional=True)
+    layer.initialize()
+    layer.infer_shape(mx.nd.ones((2, 4, 5)), [mx.nd.zeros((2, 4, 3))])
+    assert layer.l0_i2h_weight.shape == (9, 5) and layer.r0_i2h_weight.shape == (9, 5)
+    assert layer.l0_i2h_weight.data().shape == (9, 5)

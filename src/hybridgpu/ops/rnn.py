@@ -397,7 +397,7 @@ def _rnn_shape(attrs, in_shapes):
         raise MXNetError(f"data must be (seq_len, batch, input_size), got shape {data}")
     if data is not None and data[2]:
         ins[1] = (param_size(attrs["mode"], layers, data[2], hidden, dirs == 2),)
-        if in_shapes[1] is not None and in_shapes[1] != ins[1]:
+        if in_shapes[1] is not None and tuple(in_shapes[1]) not in ((0,), ins[1]):
             raise MXNetError(f"parameters has shape {in_shapes[1]}, expected {ins[1]} for "
                              f"input size {data[2]}")
     n_states = 2 if attrs["mode"] == "lstm" else 1

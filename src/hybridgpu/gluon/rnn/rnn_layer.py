@@ -154,6 +154,11 @@ class _RNNLayer(HybridBlock):
             if size and param.shape[1] == 0:
                 param.shape = (param.shape[0], size)
 
+    def infer_shape(self, inputs, *args):
+        """Complete the deferred ``input_size`` from ``inputs`` (and the other shapes)."""
+        self._complete_input_size(inputs)
+        super().infer_shape(inputs, *args)
+
     def __call__(self, inputs, states=None, sequence_length=None):
         if (sequence_length is not None) != self._use_sequence_length:
             raise MXNetError(f"{type(self).__name__} {self.name!r}: sequence_length is given "
