@@ -362,8 +362,9 @@ def _backward_compute(xp, *arrays, **attrs):
     data, params, state, cell = arg("data"), arg("parameters"), arg("state"), arg("state_cell")
     reserve = arg("reserve")
     lengths = _lengths_of(xp, data, arg("sequence_length"))
+    kept = [reserve[i] for i in range(reserve.shape[0])] if reserve.ndim == 4 else None
     _, _, _, masks, caches = _forward(xp, data, params, state, cell, lengths, attrs,
-                                      masks=list(reserve) if reserve.ndim == 4 else None)
+                                      masks=kept)
     dparams = xp.zeros_like(params)
     grads = [_unpack(dparams, attrs, data.shape[2]), xp.empty_like(state),
              None if cell is None else xp.empty_like(cell)]
