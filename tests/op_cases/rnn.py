@@ -14,9 +14,6 @@ from op_harness import OpCase
 #: harness's checks that pass inputs by name.
 LENGTH_CASES = []  # filled below
 
-TESTED_ELSEWHERE = {
-    "_backward_RNN": "the RNN gradient cases here (RNN's grad calls it)",
-}
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
@@ -148,6 +145,43 @@ def _lengths_case(mode, lengths, **kwargs):
     return case
 
 
+def _backward_reference(data, parameters, state, out_grad, state_grad, reserve, **attrs):
+    """``_backward_RNN`` by central differences of the reference (float64), no dropout."""
+    inputs = [a.astype(np.float64) for a in (data, parameters, state)]
+    heads = (out_grad.astype(np.float64), state_grad.astype(np.float64))
+
+    def objective(values):
+        out, hy = rnn_reference(*values, **{**attrs, "state_outputs": True})
+        return float((out * heads[0]).sum() + (hy * heads[1]).sum())
+
+    grads = []
+    for k, array in enumerate(inputs):
+        grad = np.zeros_like(array)
+        for idx in np.ndindex(array.shape):
+            moved = [a.copy() for a in inputs]
+            moved[k][idx] += 1e-6
+            up = objective(moved)
+            moved[k][idx] -= 2e-6
+            grad[idx] = (up - objective(moved)) / 2e-6
+        grads.append(grad.astype(data.dtype))
+    return tuple(grads)
+
+
+def _backward_case():
+    """The hidden backward op on its own: a bidirectional GRU's gradients against finite
+    differences of the reference."""
+    shapes = [(3, 2, 2), (_size("gru", 1, 2, 2, 2),), (2, 2, 2), (3, 2, 4), (2, 2, 2)]
+
+    def make(rng, dtype):
+        return [rng.uniform(-1, 1, size=s).astype(dtype) for s in shapes] + [
+            np.zeros(1, dtype=dtype)]
+
+    return OpCase("_backward_RNN", make=make, attrs={"state_size": 2, "num_layers": 1,
+                                                     "mode": "gru", "bidirectional": True},
+                  ref=_backward_reference, grad=False, dtypes=("float32",), rtol=1e-4,
+                  atol=1e-5, id="gru-bi")
+
+
 def _dropout_case():
     """Dropout between layers in train mode: no NumPy reference (random), but the gradient
     check replays the same masks (the seed is reset for every evaluation)."""
@@ -167,6 +201,7 @@ CASES = [
     _case("rnn_tanh", layers=3, bidirectional=True, hidden=3, inputs=2, steps=4),
     _dropout_case(),
     _lengths_case("lstm", [3, 1, 4], layers=2, bidirectional=True),
+    _backward_case(),
     OpCase("_rnn_param_concat", shapes=[(6,), (4,), (2,)], attrs={"dim": 0},
            ref=lambda *xs, dim: np.concatenate(xs, dim)),
 ]

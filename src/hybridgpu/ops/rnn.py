@@ -489,8 +489,9 @@ def _backward_shape(attrs, in_shapes):
 
 register(OpDef(
     "_backward_RNN",
-    inputs=("data", "parameters", "state", "state_cell", "sequence_length", "out_grad",
-            "state_grad", "statecell_grad", "reserve"),
+    # the inputs every mode has first, so positional calls of a GRU or RNN bind right
+    inputs=("data", "parameters", "state", "out_grad", "state_grad", "reserve", "state_cell",
+            "statecell_grad", "sequence_length"),
     nondiff_inputs=("sequence_length",),
     input_filter=_backward_inputs, attrs=_RNN_ATTRS, compute=_backward_compute,
     infer_shape=_backward_shape,
