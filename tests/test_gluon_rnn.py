@@ -448,3 +448,17 @@ def test_infer_shape_completes_the_input_size():
     layer.infer_shape(mx.nd.ones((2, 4, 5)), [mx.nd.zeros((2, 4, 3))])
     assert layer.l0_i2h_weight.shape == (9, 5) and layer.r0_i2h_weight.shape == (9, 5)
     assert layer.l0_i2h_weight.data().shape == (9, 5)
+
+
+def test_mxnet_module_paths_hold_the_same_names():
+    """Code written against MXNet imports cells and helpers from ``gluon.rnn.rnn_cell``."""
+    from hybridgpu.gluon.rnn import rnn_cell, rnn_layer
+
+    for name in ("RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
+                 "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
+                 "ZoneoutCell", "ResidualCell", "BidirectionalCell"):
+        assert getattr(rnn_cell, name) is getattr(rnn, name)
+    for name in ("RNN", "LSTM", "GRU"):
+        assert getattr(rnn_layer, name) is getattr(rnn, name)
+    steps, axis, F, batch = rnn_cell._format_sequence(4, mx.nd.ones((2, 4, 3)), "NTC", False)
+    assert (len(steps), axis, F, batch) == (4, 1, mx.nd, 2)

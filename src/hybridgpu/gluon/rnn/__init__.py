@@ -10,16 +10,20 @@ Example:
     (4, 1, 3)
 """
 
-from .cell_wrappers import (
+from .rnn_cell import (
     BidirectionalCell,
     DropoutCell,
+    GRUCell,
+    HybridRecurrentCell,
     HybridSequentialRNNCell,
+    LSTMCell,
     ModifierCell,
+    RecurrentCell,
     ResidualCell,
+    RNNCell,
     SequentialRNNCell,
     ZoneoutCell,
 )
-from .rnn_cell import GRUCell, HybridRecurrentCell, LSTMCell, RecurrentCell, RNNCell
 from .rnn_layer import GRU, LSTM, RNN
 
 __all__ = ["RNN", "LSTM", "GRU", "RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell",

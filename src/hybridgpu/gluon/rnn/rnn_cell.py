@@ -28,7 +28,13 @@ from ... import ndarray as nd
 from ...base import MXNetError
 from ..block import Block
 from ..hybrid_block import HybridBlock
-from .sequence import begin_state_for, format_sequence, last_valid, mask_padding
+from .sequence import (
+    begin_state_for,
+    format_sequence,
+    last_valid,
+    mask_padding,
+    reverse_sequences,
+)
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -283,3 +289,24 @@ class GRUCell(_GatedCell):
                                 F.elemwise_mul(update, prev_h, name=prefix + "mul20"),
                                 name=prefix + "out")
         return next_h, [next_h]
+
+
+# MXNet's module keeps the containers and modifiers here too, and code built on it (GluonNLP)
+# imports them and these helpers from ``gluon.rnn.rnn_cell``: the same names, here.
+_format_sequence = format_sequence
+_get_begin_state = begin_state_for
+_mask_sequence_variable_length = mask_padding
+_reverse_sequences = reverse_sequences
+
+from .cell_wrappers import (  # noqa: E402  (cell_wrappers builds on the classes above)
+    BidirectionalCell,
+    DropoutCell,
+    HybridSequentialRNNCell,
+    ModifierCell,
+    ResidualCell,
+    SequentialRNNCell,
+    ZoneoutCell,
+)
+
+__all__ += ["SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
+            "ZoneoutCell", "ResidualCell", "BidirectionalCell"]
