@@ -8,7 +8,7 @@ Example:
     'w'
 """
 
-from . import contrib, data, loss, model_zoo, nn, parameter, trainer, utils
+from . import contrib, data, loss, model_zoo, nn, parameter, rnn, trainer, utils
 from .block import Block
 from .hybrid_block import HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
@@ -17,4 +17,4 @@ from .trainer import Trainer
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
            "DeferredInitializationError", "Trainer", "parameter", "nn", "contrib", "model_zoo",
-           "loss", "trainer", "data", "utils"]
+           "loss", "trainer", "data", "utils", "rnn"]

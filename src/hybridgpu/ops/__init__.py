@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     random,
     random_dists,
     reduce,
+    rnn,
     shape,
     sort,
 )
