@@ -76,7 +76,9 @@ class _RNNLayer(HybridBlock):
         self._clip = (lstm_state_clip_min, lstm_state_clip_max, lstm_state_clip_nan)
         self._dtype = dtype
         self._use_sequence_length = use_sequence_length
-        self._traces_by_skip = {True: self._traces, False: OrderedDict()}
+        # with and without states the Python returns different structures: each keeps its
+        # own compiled traces and traced programs
+        self._traces_by_skip = {True: (self._traces, self._programs), False: (OrderedDict(), [])}
         self._skip_states = True
         rows, inputs = self._gates * hidden_size, input_size
         inits = {"i2h_weight": i2h_weight_initializer, "h2h_weight": h2h_weight_initializer,
@@ -117,8 +119,9 @@ class _RNNLayer(HybridBlock):
 
     def _clear_cache(self):
         super()._clear_cache()
-        for traces in self.__dict__.get("_traces_by_skip", {}).values():
+        for traces, programs in self.__dict__.get("_traces_by_skip", {}).values():
             traces.clear()
+            programs.clear()
 
     def cast(self, dtype):
         super().cast(dtype)
@@ -177,7 +180,7 @@ class _RNNLayer(HybridBlock):
         if isinstance(states, (NDArray, Symbol)):
             states = [states]
         self._skip_states = skip
-        self._traces = self._traces_by_skip[skip]  # with and without states trace apart
+        self._traces, self._programs = self._traces_by_skip[skip]  # traced apart
         if sequence_length is None:
             return super().__call__(inputs, list(states))
         return super().__call__(inputs, list(states), sequence_length)
