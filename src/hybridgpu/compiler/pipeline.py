@@ -22,7 +22,8 @@ simulation. ``flags["passes"]`` replaces the list (``()`` compiles the graph as 
 reference interpreter, to tell a backend's bug from a pass's.
 
 Backends: on cpu, ``compiler/codegen/python.py``'s ``build_cpu_executable(graph, plan, ctx,
-is_train)`` when that module exists; elsewhere (and until then) ``InterpretedExecutable``, the
+is_train)`` when that module exists; on gpu, ``executor/gpu``'s ``build_gpu_executable`` (a
+GPU program over one arena, captured as CUDA graphs); elsewhere ``InterpretedExecutable``, the
 reference interpreter over the optimized graph (fused nodes run their members' computes).
 
 Example:
@@ -148,6 +149,12 @@ def _build(graph, plan, ctx, is_train, flags):
         from .codegen.python import build_cpu_executable
 
         return build_cpu_executable(graph, plan, ctx, is_train)
+    if ctx.is_gpu and executor != "interpreter":
+        from ..executor.gpu.runtime import build_gpu_executable
+
+        built = build_gpu_executable(graph, plan, ctx, is_train, flags)
+        if built is not None:
+            return built
     return InterpretedExecutable(graph, ctx, is_train, plan)
 
 

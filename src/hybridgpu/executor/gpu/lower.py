@@ -1,0 +1,295 @@
+"""Lower an optimized graph and its memory plan to a GPU ``Program`` (steps over one arena).
+
+The arena, in order: the memory plan's buffers, then one region per graph output (outputs live
+in the arena and are copied out fresh on every call), one per staged input (copied in before
+each run), and the cuBLAS workspace when there is a GEMM. Each region starts at a multiple of
+``ALIGNMENT`` bytes.
+
+A node becomes:
+
+* a ``Launch`` of a generated elementwise kernel: a fused group (its ``cuda_body``), or one
+  elementwise op with a CUDA expression (``op.cuda_for(attrs)``) over float data (or a cast);
+* ``Gemm`` steps (cuBLAS) for the GEMM family (``gemm.GEMM_SHAPES``), plus a bias kernel;
+* a ``Copy`` for an op that only reinterprets its input's elements (Reshape, Flatten,
+  expand_dims...): found by running the op once on the host over ``arange`` and seeing the
+  elements come back in order;
+* else an ``Eager`` step: the op's ``compute`` on arena views.
+
+Variables are either *staged* (the call's data: copied into an arena region) or *bound* (read
+in place by pointer: parameters, and auxiliary states an op updates in place). Names in the
+program come from node indices only.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> from hybridgpu.compiler import passes
+    >>> from hybridgpu.graph import Graph, infer_shapes, infer_types
+    >>> x, b = mx.sym.var("x"), mx.sym.var("b")
+    >>> g = Graph(mx.sym.relu(mx.sym.broadcast_add(x, b))._outputs)
+    >>> infer_shapes(g, {"x": (2, 4), "b": (4,)}); infer_types(g, {"x": "float32"})
+    >>> g = passes.fuse_elementwise(g)
+    >>> prog = lower(g, passes.plan_memory(g), staged={"x"})
+    >>> print(prog)
+    gpu program: 1 step, 1 kernel, arena 512 B, 1 captured segment
+      in      x -> arena[256] (32 B)
+      0  launch  k2_fused grid=1 block=256 (arena[0], arena[256], b, aligned)  (%2)
+      out 0   arena[0] (2, 4) float32
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_config
+from ...compiler.codegen.cuda.ctype import FLOATS, supported
+from ...compiler.passes.cuda_expr import substitute
+from ...compiler.passes.fold import constant_value
+from ...compiler.passes.rewrite import mutated_keys
+from ...ops.rules import known
+from .gemm import GEMM_DTYPES, GEMM_SHAPES, row_major_gemm
+from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Program, Ref
+
+__all__ = ["lower", "LoweringError", "WORKSPACE_BYTES", "MAX_FUSED_INPUTS"]
+
+#: cuBLAS workspace in the arena (bytes) when the program has a GEMM.
+WORKSPACE_BYTES = 4 << 20
+#: A fused node reading more inputs than this runs eagerly (kernel arguments and registers).
+MAX_FUSED_INPUTS = 24
+#: A fused node with more members than this runs eagerly (code size, spills).
+MAX_FUSED_MEMBERS = 96
+
+
+class LoweringError(Exception):
+    """The graph cannot be laid out in an arena (a value of unknown size)."""
+
+
+def _align(n):
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+class _Lowering:
+    def __init__(self, graph, plan, staged, is_train):
+        self.graph, self.plan, self.is_train = graph, plan, is_train
+        self.steps, self.kernels, self._by_spec = [], [], {}
+        self.constants = {}
+        mutated = mutated_keys(graph)
+        self.staged = {n.name for i, n in enumerate(graph.nodes) if n.is_variable
+                       and n.name in staged and (i, 0) not in mutated}
+        self.offset = 0
+        self.buffer_offsets = []
+        for size in plan.buffers:
+            self.buffer_offsets.append(self.offset)
+            self.offset += _align(max(size, 1))
+        self.fresh = {}
+        for key in sorted(plan.fresh):
+            self.fresh[key] = self._region(self._nbytes(key))
+        self.inputs = {}
+        for node in graph.variables:
+            if node.name in self.staged:
+                nbytes = self._nbytes((graph.index[id(node)], 0))
+                self.inputs[node.name] = (self._region(nbytes), nbytes)
+
+    def _region(self, nbytes):
+        offset = self.offset
+        self.offset += _align(max(nbytes, 1))
+        return offset
+
+    def _nbytes(self, key):
+        shape, dtype = self.graph.shapes.get(key), self.graph.dtypes.get(key)
+        if dtype is None or not known(shape) or not supported_any(dtype):
+            raise LoweringError(f"value {key} has no known shape and dtype")
+        return math.prod(shape) * np.dtype(dtype).itemsize
+
+    # -- where values live --------------------------------------------------------------
+    def ref(self, key):
+        node = self.graph.nodes[key[0]]
+        if node.is_variable:
+            if node.name in self.inputs:
+                return Ref.arena(self.inputs[node.name][0])
+            return Ref.ext(node.name)
+        if constant_value(node) is not None:
+            name = f"const{key[0]}"
+            self.constants[name] = constant_value(node)
+            return Ref.ext(name)
+        if key in self.fresh:
+            return Ref.arena(self.fresh[key])
+        buf = self.plan.storage.get(key)
+        if buf is None:
+            raise LoweringError(f"value {key} has no buffer in the memory plan")
+        return Ref.arena(self.buffer_offsets[buf])
+
+    def value(self, key):
+        return self.ref(key), self.graph.shapes[key], str(self.graph.dtypes[key])
+
+    # -- lowering -----------------------------------------------------------------------
+    def run(self):
+        for i, node in enumerate(self.graph.nodes):
+            if node.is_variable or constant_value(node) is not None:
+                continue
+            for make in (self._elementwise, self._gemm, self._copy):
+                if make(i, node):
+                    break
+            else:
+                self._eager(i, node)
+        outputs = [self.value(self.graph.key(e)) for e in self.graph.outputs]
+        has_gemm = any(isinstance(s, Gemm) for s in self.steps)
+        workspace = self._region(WORKSPACE_BYTES) if has_gemm else None
+        bound = tuple(n.name for n in self.graph.variables if n.name not in self.staged)
+        return Program(self.steps, self.kernels, self.offset, self.inputs, outputs, bound,
+                       self.constants, workspace)
+
+    def _kernel(self, spec, i, kind):
+        """The name of the kernel computing ``spec`` (one kernel per distinct spec)."""
+        kernel = self._by_spec.get(spec)
+        if kernel is None:
+            kernel = self._by_spec[spec] = generate(spec, ident("k", i, kind))
+            self.kernels.append(kernel)
+        return kernel
+
+    def _launch(self, spec, i, kind, outs, ins):
+        """Launch the kernel of ``spec`` with ``outs`` and ``ins`` (Refs)."""
+        kernel = self._kernel(spec, i, kind)
+        grid, block = launch_config(kernel)
+        size = math.prod(spec.shape)
+        args = [Buffer(r, d, size) for r, d in zip(outs, spec.outputs)]
+        args += [Buffer(r, d, math.prod(s)) for r, (s, d) in zip(ins, spec.inputs)]
+        self.steps.append(Launch(kernel.name, grid, block, (*args, ALIGNED), node=i))
+
+    def _elementwise(self, i, node):
+        spec = elementwise_spec(self.graph, i)
+        if spec is None:
+            return False
+        outs = [self.ref((i, k)) for k in range(node.num_outputs)]
+        ins = [self.ref(self.graph.key(e)) for e in node.inputs]
+        kind = "fused" if hasattr(node.op, "members") else "ew"
+        self._launch(spec, i, kind, outs, ins)
+        return True
+
+    def _gemm(self, i, node):
+        shapes_of = GEMM_SHAPES.get(node.op.name)
+        if shapes_of is None or node.num_outputs != 1:
+            return False
+        keys = [self.graph.key(e) for e in node.inputs]
+        dtype = str(self.graph.dtypes.get((i, 0)))
+        if dtype not in GEMM_DTYPES or any(str(self.graph.dtypes.get(k)) != dtype
+                                           for k in keys):
+            return False
+        in_shapes = [self.graph.shapes.get(k) for k in keys]
+        out_shape = self.graph.shapes.get((i, 0))
+        if not all(known(s) for s in (*in_shapes, out_shape)):
+            return False
+        found = shapes_of(node.attrs, in_shapes, out_shape)
+        if found is None:
+            return False
+        m, n, k, ta, tb, bias, batch = found
+        c = self.ref((i, 0))
+        self.steps.append(row_major_gemm(dtype, m, n, k, self.ref(keys[0]), ta,
+                                         self.ref(keys[1]), tb, c, batch, node=i))
+        if bias:
+            spec = ElementwiseSpec((m, n), dtype, [((m, n), dtype), ((n,), dtype)], [dtype],
+                                   "out0 = in0 + in1;")
+            self._launch(spec, i, "bias", [c], [c, self.ref(keys[2])])
+        return True
+
+    def _copy(self, i, node):
+        if not reinterprets(self.graph, i):
+            return False
+        src = self.graph.key(node.inputs[0])
+        dst = self.ref((i, 0))
+        self.steps.append(Copy(dst, self.ref(src), self._nbytes((i, 0)), node=i))
+        return True
+
+    def _eager(self, i, node):
+        ins = tuple(self.value(self.graph.key(e)) for e in node.inputs)
+        outs = tuple(self.value((i, k)) for k in range(node.num_outputs))
+        self.steps.append(Eager(node.op, dict(node.attrs), ins, outs, node=i,
+                                random=node.op.random,
+                                is_train=self.is_train if node.op.mode_dependent else None))
+
+
+def supported_any(dtype):
+    """True for any dtype an arena region can hold (bool included)."""
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
+
+
+def elementwise_spec(graph, i):
+    """The ElementwiseSpec of node ``i``, or None when it gets no elementwise kernel."""
+    node = graph.nodes[i]
+    op = node.op
+    if not op.elementwise or op.random or op.mutates_aux or op.needs_host_sync(node.attrs):
+        return None
+    keys = [graph.key(e) for e in node.inputs]
+    outs = [(i, k) for k in range(node.num_outputs)]
+    shapes = [graph.shapes.get(k) for k in keys + outs]
+    dtypes = [graph.dtypes.get(k) for k in keys + outs]
+    if not all(known(s) for s in shapes) or not all(d and supported(d) for d in dtypes):
+        return None
+    out_shape, dtype = shapes[len(keys)], str(dtypes[len(keys)])
+    if any(shapes[len(keys) + k] != out_shape for k in range(len(outs))):
+        return None
+    members = getattr(op, "members", None)
+    if members is not None:
+        if len(keys) > MAX_FUSED_INPUTS or len(members) > MAX_FUSED_MEMBERS:
+            return None
+        body = op.cuda_body
+    else:
+        expr = op.cuda_for(node.attrs) if len(outs) == 1 else None
+        if expr is None:
+            return None
+        body = f"T t0 = {substitute(expr, [f'in{k}' for k in range(len(keys))], node.attrs)};"
+        body += "\nout0 = t0;"
+    if dtype not in FLOATS and body.strip() not in ("T t0 = (T)in0;\nout0 = t0;",
+                                                     "T t0 = in0;\nout0 = t0;"):
+        return None  # integer math stays eager: only casts and copies get kernels
+    if not all(_broadcasts(s, out_shape) for s in shapes[:len(keys)]):
+        return None
+    return ElementwiseSpec(out_shape, dtype, list(zip(shapes[:len(keys)], dtypes[:len(keys)])),
+                           dtypes[len(keys):], body)
+
+
+def _broadcasts(shape, out_shape):
+    if len(shape) > len(out_shape):
+        return False
+    return all(d in (1, o) for d, o in zip(reversed(shape), reversed(out_shape)))
+
+
+def reinterprets(graph, i):
+    """True when node ``i`` only reinterprets its one input's elements in order (a reshape):
+    checked by running its compute over ``arange`` on the host."""
+    node = graph.nodes[i]
+    op = node.op
+    if (len(node.inputs) != 1 or node.num_outputs != 1 or op.elementwise or op.random
+            or op.mode_dependent or op.mutates_aux or op.creation
+            or op.needs_host_sync(node.attrs)):
+        return False
+    src = graph.key(node.inputs[0])
+    shape, out_shape = graph.shapes.get(src), graph.shapes.get((i, 0))
+    if not known(shape) or not known(out_shape) or math.prod(shape) != math.prod(out_shape):
+        return False
+    if graph.dtypes.get(src) != graph.dtypes.get((i, 0)) or math.prod(shape) > 1 << 24:
+        return False
+    probe = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    try:
+        result = op.compute(np, probe, **node.attrs)
+    except Exception:  # an op that cannot run on the probe: let it run eagerly
+        return False
+    result = result[0] if isinstance(result, tuple) else result
+    return (isinstance(result, np.ndarray) and result.shape == tuple(out_shape)
+            and np.array_equal(result.reshape(-1), probe.reshape(-1)))
+
+
+def lower(graph, plan, staged=(), is_train=False):
+    """The Program of ``graph`` laid out by ``plan``; ``staged`` names the variables copied
+    into the arena on each call (the others are read in place)."""
+    return _Lowering(graph, plan, set(staged), is_train).run()
+
+
+def kernel_file_name(source):
+    """The ``.cu`` file name a kernel source is dumped under: a hash of the text."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16] + ".cu"
