@@ -1,0 +1,193 @@
+"""The GPU backend end to end (marked gpu: runs on the virtual GPU in CI, and on a real GPU):
+generated kernels agree with the cpu executor, hybridized nets on gpu(0) equal cpu(0), replays
+leave earlier outputs alone, parameters written in place are seen by the next replay and
+replaced ones make the program recapture."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hybridgpu as mx
+from hybridgpu.compiler import compile_graph
+from hybridgpu.executor.gpu.runtime import GpuExecutable
+from hybridgpu.gluon import nn
+from hybridgpu.graph import Graph, infer_shapes, infer_types
+
+pytestmark = pytest.mark.gpu
+
+UNARY = ["relu", "sigmoid", "tanh", "exp", "negative", "abs", "square", "softsign", "floor"]
+BINARY = ["broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_maximum",
+          "broadcast_minimum"]
+
+
+def to_gpu(array):
+    return mx.gpu(0).xp.asarray(array)
+
+
+def to_host(array):
+    return mx.gpu(0).xp.asnumpy(array)
+
+
+def compile_both(outputs, shapes, dtype="float32"):
+    g = Graph(outputs._outputs)
+    infer_types(g, {n: dtype for n in shapes})
+    infer_shapes(g, shapes)
+    return (compile_graph(g, mx.cpu(), False),
+            compile_graph(g, mx.gpu(0), False, {"data_inputs": tuple(shapes)}))
+
+
+@st.composite
+def elementwise_graphs(draw):
+    """A random chain of unary and broadcasting binary ops over 1-3 inputs."""
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
+    names = ["x0"]
+    shapes = {"x0": shape}
+    values = [mx.sym.var("x0")]
+    for _ in range(draw(st.integers(1, 7))):
+        if draw(st.booleans()):
+            op = draw(st.sampled_from(UNARY))
+            values.append(getattr(mx.sym, op)(draw(st.sampled_from(values))))
+            continue
+        op = draw(st.sampled_from(BINARY))
+        if draw(st.booleans()) and len(names) < 3:
+            name = f"x{len(names)}"
+            sub = tuple(d if draw(st.booleans()) else 1 for d in shape)
+            sub = sub[draw(st.integers(0, len(sub) - 1)):]
+            names.append(name)
+            shapes[name] = sub
+            other = mx.sym.var(name)
+        else:
+            other = draw(st.sampled_from(values))
+        values.append(getattr(mx.sym, op)(draw(st.sampled_from(values)), other))
+    return values[-1], shapes
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(elementwise_graphs(), st.sampled_from(["float32", "float64"]), st.integers(0, 2 ** 16))
+def test_random_elementwise_graphs_agree_with_cpu(case, dtype, seed):
+    out, shapes = case
+    cpu_exe, gpu_exe = compile_both(out, shapes, dtype)
+    assert isinstance(gpu_exe, GpuExecutable)
+    rng = np.random.default_rng(seed)
+    inputs = {n: rng.uniform(-2, 2, s).astype(dtype) for n, s in shapes.items()}
+    want = cpu_exe(inputs)[0]
+    for _ in range(2):  # the first call runs eagerly, the second replays the capture
+        got = to_host(gpu_exe({n: to_gpu(a) for n, a in inputs.items()})[0])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_vector_path_with_channel_broadcast_matches_cpu():
+    x, m = mx.sym.var("x"), mx.sym.var("m")
+    out = mx.sym.relu(mx.sym.broadcast_mul(x - 1, m) + 0.5)
+    cpu_exe, gpu_exe = compile_both(out, {"x": (2, 8, 4, 4), "m": (1, 8, 1, 1)})
+    assert any(k.vector for k in gpu_exe.program.kernels)
+    rng = np.random.default_rng(1)
+    inputs = {"x": rng.standard_normal((2, 8, 4, 4)).astype(np.float32),
+              "m": rng.standard_normal((1, 8, 1, 1)).astype(np.float32)}
+    got = to_host(gpu_exe({k: to_gpu(v) for k, v in inputs.items()})[0])
+    np.testing.assert_allclose(got, cpu_exe(inputs)[0], rtol=1e-6)
+
+
+def test_float16_groups_compute_in_float32():
+    x = mx.sym.var("x")
+    cpu_exe, gpu_exe = compile_both(mx.sym.sigmoid(x) * 3 - x, {"x": (64,)}, "float16")
+    data = np.linspace(-4, 4, 64).astype(np.float16)
+    got = to_host(gpu_exe({"x": to_gpu(data)})[0])
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), cpu_exe({"x": data})[0].astype(np.float32),
+                               rtol=2e-3, atol=2e-3)
+
+
+def seed_mlp(ctx):
+    mx.random.seed(7)
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(256, activation="relu"), nn.Dense(128, activation="relu"), nn.Dense(2))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    return net
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_seed_mlp_on_gpu_equals_cpu(batch):
+    data = np.random.default_rng(batch).standard_normal((batch, 20)).astype(np.float32)
+    cpu_net, gpu_net = seed_mlp(mx.cpu()), seed_mlp(mx.gpu(0))
+    cpu_net.hybridize()
+    gpu_net.hybridize()
+    want = cpu_net(mx.nd.array(data)).asnumpy()
+    for _ in range(3):
+        got = gpu_net(mx.nd.array(data, ctx=mx.gpu(0))).asnumpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    exe = next(iter(gpu_net._traces.values())).executable
+    assert isinstance(exe, GpuExecutable) and exe.captures == 1
+    assert [k for k, _ in exe.program.segments()] == ["graph"]
+
+
+def test_replays_leave_earlier_outputs_unchanged():
+    net = seed_mlp(mx.gpu(0))
+    net.hybridize()
+    xs = [np.full((2, 20), v, np.float32) for v in (0.5, -1.0, 2.0, 3.0)]
+    outs = [net(mx.nd.array(x, ctx=mx.gpu(0))) for x in xs]
+    snapshots = [o.asnumpy() for o in outs]
+    later = [net(mx.nd.array(x, ctx=mx.gpu(0))).asnumpy() for x in xs]
+    for before, again, out in zip(snapshots, later, outs):
+        np.testing.assert_array_equal(out.asnumpy(), before)
+        np.testing.assert_allclose(again, before, rtol=1e-6)
+    assert not np.allclose(snapshots[0], snapshots[1])
+
+
+def test_set_data_is_seen_by_the_next_replay_and_replaced_arrays_recapture():
+    net = seed_mlp(mx.gpu(0))
+    net.hybridize()
+    x = mx.nd.array(np.ones((1, 20), np.float32), ctx=mx.gpu(0))
+    net(x)
+    net(x)
+    exe = next(iter(net._traces.values())).executable
+    assert exe.captures == 1
+    bias = net[2].bias
+    bias.set_data(mx.nd.array([10.0, -10.0]))
+    reference = seed_mlp(mx.cpu())
+    reference.hybridize()
+    reference[2].bias.set_data(mx.nd.array([10.0, -10.0]))
+    np.testing.assert_allclose(net(x).asnumpy(), reference(mx.nd.ones((1, 20))).asnumpy(),
+                               rtol=1e-5)
+    assert exe.captures == 1  # written in place: replayed
+    net.initialize(mx.init.Zero(), ctx=mx.gpu(0), force_reinit=True)
+    np.testing.assert_array_equal(net(x).asnumpy(), np.zeros((1, 2), np.float32))
+    assert exe.captures == 2  # new arrays: recaptured, never replayed over freed memory
+
+
+def test_cuda_graph_false_runs_eagerly_with_the_same_results():
+    data = np.random.default_rng(3).standard_normal((3, 20)).astype(np.float32)
+    eager, captured = seed_mlp(mx.gpu(0)), seed_mlp(mx.gpu(0))
+    eager.hybridize(cuda_graph=False)
+    captured.hybridize()
+    x = mx.nd.array(data, ctx=mx.gpu(0))
+    for _ in range(2):
+        np.testing.assert_allclose(eager(x).asnumpy(), captured(x).asnumpy(), rtol=1e-6)
+    assert next(iter(eager._traces.values())).executable.captures == 0
+
+
+def test_static_output_returns_the_arena_buffer():
+    net = seed_mlp(mx.gpu(0))
+    net.hybridize(static_output=True)
+    first = net(mx.nd.array(np.ones((1, 20), np.float32), ctx=mx.gpu(0)))
+    kept = first.asnumpy()
+    second = net(mx.nd.array(np.zeros((1, 20), np.float32), ctx=mx.gpu(0)))
+    assert first._data.data.ptr == second._data.data.ptr
+    assert not np.allclose(first.asnumpy(), kept)  # overwritten, as documented
+
+
+def test_graph_with_an_eager_op_runs_in_segments():
+    x = mx.sym.var("x")
+    out = mx.sym.exp(mx.sym.sort(mx.sym.relu(x) + 1, axis=-1)) * 2
+    cpu_exe, gpu_exe = compile_both(out, {"x": (3, 8)})
+    assert [k for k, _ in gpu_exe.program.segments()] == ["graph", "eager", "graph"]
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        data = rng.standard_normal((3, 8)).astype(np.float32)
+        got = to_host(gpu_exe({"x": to_gpu(data)})[0])
+        np.testing.assert_allclose(got, cpu_exe({"x": data})[0], rtol=1e-6)
