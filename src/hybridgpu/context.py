@@ -1,7 +1,9 @@
 """Devices: ``mx.cpu(i)`` runs on NumPy, ``mx.gpu(i)`` on CuPy device ``i``.
 
 CuPy is imported only when a gpu context is first used, so the package imports on machines
-without it.
+without it. With ``HYBRIDGPU_VIRTUAL_GPU=N`` set, the gpu contexts are N virtual devices
+(``hybridgpu.vgpu``: CuPy played over host memory, kernels compiled with g++), so the GPU code
+path runs on a machine without a GPU.
 
 Example:
     >>> import hybridgpu as mx
@@ -15,13 +17,15 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 import numpy as np
 
 from .base import MXNetError
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
+           "gpu_memory_info"]
 
 _INSTALL_HINT = (
     "install CuPy for your CUDA version: pip install 'hybridgpu[cuda12]' (cupy-cuda12x) or "
@@ -29,8 +33,29 @@ _INSTALL_HINT = (
 )
 
 
+def _virtual_gpu_count():
+    """N from ``HYBRIDGPU_VIRTUAL_GPU=N`` (0 when unset); a bad value raises MXNetError."""
+    value = os.environ.get("HYBRIDGPU_VIRTUAL_GPU", "").strip()
+    if not value:
+        return 0
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise MXNetError(f"HYBRIDGPU_VIRTUAL_GPU must be a number of virtual devices (an int "
+                         f">= 0), got {value!r}")
+    return n
+
+
 def _import_cupy():
-    """Return the cupy module, or raise MXNetError saying how to install it."""
+    """Return the cupy module (the virtual GPU's stand-in when ``HYBRIDGPU_VIRTUAL_GPU`` is
+    set), or raise MXNetError saying how to install it."""
+    n = _virtual_gpu_count()
+    if n:
+        from . import vgpu
+
+        return vgpu.module(n)
     try:
         import cupy
     except ImportError as err:
@@ -210,14 +235,33 @@ def _scope_stack():
 
 
 def num_gpus():
-    """The number of CUDA devices CuPy sees; 0 without CuPy or a driver.
+    """The number of CUDA devices CuPy sees; 0 without CuPy or a driver. With
+    ``HYBRIDGPU_VIRTUAL_GPU=N`` set: N.
 
     Example:
         >>> num_gpus() >= 0
         True
     """
+    if _virtual_gpu_count():
+        return _virtual_gpu_count()
     try:
         import cupy
     except ImportError:
         return 0
     return _gpu_count(cupy)
+
+
+def gpu_memory_info(device_id=0):
+    """``(free, total)`` bytes of gpu ``device_id`` (MXNet's ``mx.context.gpu_memory_info``).
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> if mx.context.num_gpus():
+        ...     free, total = gpu_memory_info(0)
+        ...     assert 0 <= free <= total
+    """
+    ctx = gpu(device_id)
+    xp = ctx.xp
+    with ctx.scope():
+        free, total = xp.cuda.runtime.memGetInfo()
+    return int(free), int(total)

@@ -1,0 +1,305 @@
+// cuda_shim.h: hybridgpu's virtual GPU compiles CUDA C kernels with g++ through this header.
+//
+// A launch runs the blocks one after another on the calling thread. The threads of a block run
+// in turn: straight through when the source has no barrier or shuffle, else as fibers
+// (ucontext) that all run up to the next barrier before any goes on. Faults are caught and
+// reported, not crashed on: a SIGSEGV/SIGBUS during the launch (the guard pages around every
+// virtual allocation) and a misaligned vector (float2/float4/double2/int4...) load or store end
+// the launch with a message (shim::Report). The math overloads are CUDA's (abs/min/max on
+// float stay float; mixed int/float min/max is ambiguous, as under NVRTC).
+#pragma once
+#include <math.h>
+#include <csetjmp>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <ucontext.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static thread_local  // blocks run one at a time on the launching thread
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3() = default;
+  dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+inline thread_local uint3 threadIdx, blockIdx;
+inline thread_local dim3 blockDim, gridDim;
+constexpr int warpSize = 32;
+
+namespace shim {
+struct Report { int code; unsigned long long address; unsigned block[3], thread[3]; char what[96]; };
+inline thread_local sigjmp_buf* fault_exit = nullptr;
+inline thread_local Report* report = nullptr;
+inline thread_local void* dyn_shared = nullptr;
+[[noreturn]] inline void fail(int code, const void* address, const char* what) {
+  report->code = code;
+  report->address = (unsigned long long)(uintptr_t)address;
+  report->block[0] = blockIdx.x; report->block[1] = blockIdx.y; report->block[2] = blockIdx.z;
+  report->thread[0] = threadIdx.x; report->thread[1] = threadIdx.y; report->thread[2] = threadIdx.z;
+  snprintf(report->what, sizeof report->what, "%s", what);
+  siglongjmp(*fault_exit, 1);
+}
+// The address is laundered through asm so g++ cannot fold the check away from the type's
+// alignment (a misaligned T* is exactly what is being looked for).
+inline void check_aligned(const void* p, uintptr_t align, const char* what) {
+  uintptr_t a = (uintptr_t)p;
+  asm volatile("" : "+r"(a));
+  if (a & (align - 1)) fail(2, p, what);
+}
+}  // namespace shim
+
+// Vector types: every copy from or to memory checks the address's alignment, as the GPU's
+// 64/128-bit loads require.
+#define SHIM_VEC2(T, E, A)                                                                 \
+  struct __attribute__((aligned(A))) T {                                                   \
+    E x, y;                                                                                \
+    T() = default;                                                                         \
+    T(E x_, E y_) : x(x_), y(y_) {}                                                        \
+    T(const T& o) { shim::check_aligned(&o, A, #T " load"); x = o.x; y = o.y; }            \
+    T& operator=(const T& o) {                                                             \
+      shim::check_aligned(&o, A, #T " load"); shim::check_aligned(this, A, #T " store");   \
+      x = o.x; y = o.y; return *this;                                                      \
+    }                                                                                      \
+  };                                                                                       \
+  inline T make_##T(E x, E y) { return T(x, y); }
+#define SHIM_VEC4(T, E, A)                                                                 \
+  struct __attribute__((aligned(A))) T {                                                   \
+    E x, y, z, w;                                                                          \
+    T() = default;                                                                         \
+    T(E x_, E y_, E z_, E w_) : x(x_), y(y_), z(z_), w(w_) {}                              \
+    T(const T& o) { shim::check_aligned(&o, A, #T " load"); x = o.x; y = o.y; z = o.z; w = o.w; } \
+    T& operator=(const T& o) {                                                             \
+      shim::check_aligned(&o, A, #T " load"); shim::check_aligned(this, A, #T " store");   \
+      x = o.x; y = o.y; z = o.z; w = o.w; return *this;                                    \
+    }                                                                                      \
+  };                                                                                       \
+  inline T make_##T(E x, E y, E z, E w) { return T(x, y, z, w); }
+SHIM_VEC2(float2, float, 8)
+SHIM_VEC4(float4, float, 16)
+SHIM_VEC2(double2, double, 16)
+SHIM_VEC2(int2, int, 8)
+SHIM_VEC4(int4, int, 16)
+SHIM_VEC2(uint2, unsigned, 8)
+SHIM_VEC4(uint4, unsigned, 16)
+SHIM_VEC2(longlong2, long long, 16)
+struct float3 { float x, y, z; };
+inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
+inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
+
+// CUDA's min/max overloads (math_functions.hpp): same-type and the listed mixed pairs only.
+#define SHIM_MINMAX(A, B, R)                                                               \
+  inline R min(A a, B b) { return (R)b < (R)a ? (R)b : (R)a; }                             \
+  inline R max(A a, B b) { return (R)a < (R)b ? (R)b : (R)a; }
+SHIM_MINMAX(int, int, int)
+SHIM_MINMAX(unsigned, unsigned, unsigned)
+SHIM_MINMAX(int, unsigned, unsigned)
+SHIM_MINMAX(unsigned, int, unsigned)
+SHIM_MINMAX(long, long, long)
+SHIM_MINMAX(unsigned long, unsigned long, unsigned long)
+SHIM_MINMAX(long long, long long, long long)
+SHIM_MINMAX(unsigned long long, unsigned long long, unsigned long long)
+SHIM_MINMAX(long long, unsigned long long, unsigned long long)
+SHIM_MINMAX(unsigned long long, long long, unsigned long long)
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+inline double min(float a, double b) { return fmin(a, b); }
+inline double max(float a, double b) { return fmax(a, b); }
+inline double min(double a, float b) { return fmin(a, b); }
+inline double max(double a, float b) { return fmax(a, b); }
+
+// Intrinsics. The fast-math ones are exact here (the GPU's are approximate).
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float a, float b) { return powf(a, b); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+inline float __saturatef(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
+inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
+inline double normcdf(double x) { return 0.5 * erfc(-x * 0.70710678118654752); }
+template <class To, class From> inline To shim_bits(From v) { To t; memcpy(&t, &v, sizeof t); return t; }
+inline int __float_as_int(float f) { return shim_bits<int>(f); }
+inline unsigned __float_as_uint(float f) { return shim_bits<unsigned>(f); }
+inline float __int_as_float(int i) { return shim_bits<float>(i); }
+inline float __uint_as_float(unsigned i) { return shim_bits<float>(i); }
+inline long long __double_as_longlong(double d) { return shim_bits<long long>(d); }
+inline double __longlong_as_double(long long i) { return shim_bits<double>(i); }
+template <class T> inline T __ldg(const T* p) { return *p; }
+inline unsigned __activemask() { return 0xffffffffu; }
+
+// Half precision: GCC's _Float16 (conversions round to nearest even, as __float2half_rn).
+using __half = _Float16;
+using half = _Float16;
+inline float __half2float(__half h) { return (float)h; }
+inline __half __float2half(float f) { return (__half)f; }
+inline __half __float2half_rn(float f) { return (__half)f; }
+inline __half __double2half(double d) { return (__half)d; }
+
+// Atomics: the blocks and threads of a launch run one at a time, so plain updates are atomic.
+#define SHIM_ATOMIC(name, T, expr) inline T name(T* p, T v) { T old = *p; *p = (expr); return old; }
+#define SHIM_ATOMICS(T)                                                                    \
+  SHIM_ATOMIC(atomicAdd, T, old + v) SHIM_ATOMIC(atomicExch, T, v)                         \
+  inline T atomicCAS(T* p, T c, T v) { T old = *p; if (old == c) *p = v; return old; }
+SHIM_ATOMICS(int)
+SHIM_ATOMICS(unsigned)
+SHIM_ATOMICS(unsigned long long)
+SHIM_ATOMIC(atomicAdd, float, old + v)
+SHIM_ATOMIC(atomicAdd, double, old + v)
+SHIM_ATOMIC(atomicExch, float, v)
+SHIM_ATOMIC(atomicSub, int, old - v)
+SHIM_ATOMIC(atomicSub, unsigned, old - v)
+SHIM_ATOMIC(atomicMax, int, v > old ? v : old)
+SHIM_ATOMIC(atomicMax, unsigned, v > old ? v : old)
+SHIM_ATOMIC(atomicMax, long long, v > old ? v : old)
+SHIM_ATOMIC(atomicMax, unsigned long long, v > old ? v : old)
+SHIM_ATOMIC(atomicMin, int, v < old ? v : old)
+SHIM_ATOMIC(atomicMin, unsigned, v < old ? v : old)
+SHIM_ATOMIC(atomicMin, long long, v < old ? v : old)
+SHIM_ATOMIC(atomicMin, unsigned long long, v < old ? v : old)
+
+namespace shim {
+// Fibers: one per thread of the block; a barrier hands control back to the scheduler, which
+// runs every live fiber up to its next barrier (or its end) before starting the next round.
+struct Fiber { ucontext_t ctx; uint3 tid; bool done; char* stack; };
+constexpr size_t kStack = 1 << 17;
+inline thread_local ucontext_t scheduler;
+inline thread_local Fiber* current = nullptr;
+inline thread_local Fiber* fibers = nullptr;
+inline thread_local unsigned fiber_count = 0;
+inline thread_local void (*body)(void*);
+inline thread_local void* body_arg;
+inline unsigned lane_index() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+inline void fiber_entry() { body(body_arg); current->done = true; }
+inline void barrier() {
+  if (current) { swapcontext(&current->ctx, &scheduler); return; }
+  if (blockDim.x * blockDim.y * blockDim.z > 1) fail(3, nullptr, "barrier outside fiber mode");
+}
+template <class T> T exchange(T v, unsigned src) {
+  static thread_local T slots[1024];
+  slots[lane_index()] = v; barrier();
+  T r = slots[src]; barrier();
+  return r;
+}
+inline uint3 thread_of(unsigned t) {
+  return uint3{t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
+}
+template <class F> void run_block(F& f, bool use_fibers) {
+  unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  if (!use_fibers) {
+    for (unsigned t = 0; t < n; ++t) { threadIdx = thread_of(t); f(); }
+    return;
+  }
+  if (fiber_count < n) {
+    Fiber* grown = (Fiber*)realloc(fibers, n * sizeof(Fiber));
+    if (!grown) abort();
+    fibers = grown;
+    for (unsigned t = fiber_count; t < n; ++t) { fibers[t].stack = (char*)malloc(kStack); if (!fibers[t].stack) abort(); }
+    fiber_count = n;
+  }
+  body = [](void* p) { (*static_cast<F*>(p))(); };
+  body_arg = &f;
+  for (unsigned t = 0; t < n; ++t) {
+    Fiber& x = fibers[t];
+    x.tid = thread_of(t); x.done = false;
+    getcontext(&x.ctx);
+    x.ctx.uc_stack.ss_sp = x.stack; x.ctx.uc_stack.ss_size = kStack; x.ctx.uc_link = &scheduler;
+    makecontext(&x.ctx, fiber_entry, 0);
+  }
+  for (bool live = true; live;) {
+    live = false;
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber& x = fibers[t];
+      if (x.done) continue;
+      current = &x; threadIdx = x.tid;
+      swapcontext(&scheduler, &x.ctx);
+      live |= !x.done;
+    }
+  }
+  current = nullptr;
+}
+
+inline thread_local struct sigaction saved_segv, saved_bus;
+inline thread_local bool in_launch = false;
+inline void on_fault(int sig, siginfo_t* info, void*) {
+  if (!in_launch) { sigaction(sig, sig == SIGSEGV ? &saved_segv : &saved_bus, nullptr); return; }
+  fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
+}
+// cfg: grid x y z, block x y z, fibers, dynamic shared bytes. Returns 0, or 1 with *rep filled.
+template <class... A, size_t... I>
+int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std::index_sequence<I...>) {
+  static thread_local char alt_stack[1 << 16];
+  stack_t ss{}; ss.ss_sp = alt_stack; ss.ss_size = sizeof alt_stack;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa{}; sa.sa_sigaction = on_fault; sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &saved_segv); sigaction(SIGBUS, &sa, &saved_bus);
+  sigjmp_buf exit_point; fault_exit = &exit_point; report = rep; rep->code = 0;
+  void* shared = cfg[7] > 0 ? calloc(1, (size_t)cfg[7]) : nullptr;
+  dyn_shared = shared;
+  in_launch = true;
+  if (sigsetjmp(exit_point, 1) == 0) {
+    gridDim = dim3((unsigned)cfg[0], (unsigned)cfg[1], (unsigned)cfg[2]);
+    blockDim = dim3((unsigned)cfg[3], (unsigned)cfg[4], (unsigned)cfg[5]);
+    auto f = [&] { k(*static_cast<std::remove_reference_t<A>*>(args[I])...); };
+    for (unsigned z = 0; z < gridDim.z; ++z)
+      for (unsigned y = 0; y < gridDim.y; ++y)
+        for (unsigned x = 0; x < gridDim.x; ++x) { blockIdx = uint3{x, y, z}; run_block(f, cfg[6] != 0); }
+  }
+  in_launch = false; current = nullptr;
+  sigaction(SIGSEGV, &saved_segv, nullptr); sigaction(SIGBUS, &saved_bus, nullptr);
+  free(shared);
+  return rep->code;
+}
+template <class... A> constexpr size_t arity(void (*)(A...)) { return sizeof...(A); }
+}  // namespace shim
+
+inline void __syncthreads() { shim::barrier(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { shim::barrier(); }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+template <class T> T __shfl_sync(unsigned, T v, int src, int width = warpSize) {
+  unsigned t = shim::lane_index();
+  return shim::exchange(v, t / width * width + (unsigned)src % width);
+}
+template <class T> T __shfl_down_sync(unsigned, T v, unsigned delta, int width = warpSize) {
+  unsigned t = shim::lane_index();
+  return shim::exchange(v, t % width + delta < (unsigned)width ? t + delta : t);
+}
+template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = warpSize) {
+  unsigned t = shim::lane_index();
+  return shim::exchange(v, t % width >= delta ? t - delta : t);
+}
+template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = warpSize) {
+  unsigned t = shim::lane_index();
+  return shim::exchange(v, t / width * width + ((t % width) ^ (unsigned)mask));
+}
+
+// After the kernel source, the virtual GPU adds VGPU_EXPORT(name) for each kernel:
+// extern "C" int name__vgpu_launch(cfg, args, report), args laid out like cuLaunchKernel's.
+#define VGPU_EXPORT(k)                                                                     \
+  extern "C" int k##__vgpu_launch(const long long* cfg, void** args, shim::Report* rep) {  \
+    return shim::launch(k, cfg, args, rep, std::make_index_sequence<shim::arity(k)>{});    \
+  }

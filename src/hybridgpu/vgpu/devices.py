@@ -1,0 +1,125 @@
+"""Virtual devices: ``Device(i)``, the current device of each thread, and the capture state.
+
+A capture in progress forbids, on every thread, what CUDA's global capture mode forbids
+(allocations, host syncs, host<->device copies): ``check_not_capturing(what)`` raises
+``CaptureError`` naming the step and the capturing stream.
+
+Example:
+    >>> from hybridgpu.vgpu import devices
+    >>> devices.configure(2)
+    >>> with devices.Device(1):
+    ...     devices.current_id()
+    1
+    >>> devices.current_id()
+    0
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .errors import CaptureError
+
+__all__ = ["Device", "configure", "count", "current_id", "check_not_capturing",
+           "capturing_streams"]
+
+_state = {"count": 1}
+_local = threading.local()
+_capturing: set = set()  # streams that are capturing now (any thread)
+#: bytes of memory each virtual device offers (what memGetInfo reports as total)
+TOTAL_MEMORY = 16 << 30
+
+
+def configure(n):
+    """Set the number of virtual devices (``HYBRIDGPU_VIRTUAL_GPU=n``)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"the virtual GPU needs at least one device, got {n!r}")
+    _state["count"] = n
+
+
+def count():
+    """The number of virtual devices."""
+    return _state["count"]
+
+
+def _stack():
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = [0]
+    return stack
+
+
+def current_id():
+    """The id of this thread's current device (0 unless set)."""
+    return _stack()[-1]
+
+
+def validate(device_id):
+    """``device_id`` as an int, or the CUDA error for a device that does not exist."""
+    if not isinstance(device_id, int) or isinstance(device_id, bool):
+        raise TypeError(f"device id must be an int, got {device_id!r}")
+    if not 0 <= device_id < count():
+        raise ValueError(f"invalid device ordinal {device_id}: the virtual GPU has {count()} "
+                         "device(s) (cudaErrorInvalidDevice)")
+    return device_id
+
+
+class Device:
+    """``cupy.cuda.Device``: a ``with`` scope making device ``id`` current; ``use()`` makes it
+    current for good.
+
+    Example:
+        >>> configure(2)
+        >>> with Device(1) as d:
+        ...     d.id, Device().id
+        (1, 1)
+    """
+
+    def __init__(self, device=None):
+        self.id = current_id() if device is None else validate(int(device))
+
+    def use(self):
+        """Make this device current for this thread (outside any ``with``)."""
+        _stack()[0] = self.id
+
+    def synchronize(self):
+        """Wait for the device: work runs when launched here, so only the capture check."""
+        check_not_capturing("Device.synchronize()")
+
+    def __enter__(self):
+        _stack().append(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self):
+        return hash(("vgpu.Device", self.id))
+
+    def __repr__(self):
+        return f"<CUDA Device {self.id}>"
+
+
+def capturing_streams():
+    """The streams capturing now (a snapshot)."""
+    return set(_capturing)
+
+
+def begin_capture(stream):
+    _capturing.add(stream)
+
+
+def end_capture(stream):
+    _capturing.discard(stream)
+
+
+def check_not_capturing(what):
+    """Raise CaptureError if any stream is capturing: ``what`` is forbidden under capture."""
+    if _capturing:
+        names = ", ".join(sorted(repr(s) for s in _capturing))
+        raise CaptureError(f"{what} is not allowed while a stream is capturing a CUDA graph "
+                           f"({names}): CUDA fails the capture "
+                           "(cudaErrorStreamCaptureUnsupported/Invalidated)")

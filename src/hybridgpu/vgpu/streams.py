@@ -1,0 +1,229 @@
+"""Streams, events and CUDA graphs of the virtual GPU, with CUDA's capture rules.
+
+Work submitted to a stream runs at once (the virtual device is synchronous), except while the
+stream captures: then each step (kernel launch, device-to-device copy, cuBLAS call) is
+recorded into the graph that ``end_capture()`` returns, and ``graph.launch()`` replays the
+steps with their recorded arguments. A replay refuses a step whose pointers lie in memory
+freed since the capture (``FreedMemoryError`` naming the step). While any stream captures,
+allocations, host syncs and host<->device copies raise ``CaptureError``, and so does work on
+the legacy default stream (CUDA: cudaErrorStreamCaptureImplicit).
+
+Example:
+    >>> s = Stream(non_blocking=True)
+    >>> ran = []
+    >>> with s:
+    ...     s.begin_capture()
+    ...     submit(Step("append 1", lambda: ran.append(1)))
+    ...     g = s.end_capture()
+    >>> ran, g.launch(stream=s), g.launch(stream=s), ran
+    ([], None, None, [1, 1])
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+
+from . import devices, memory
+from .errors import CaptureError, FreedMemoryError, MemoryFaultError
+
+__all__ = ["Stream", "Event", "Graph", "Step", "submit", "get_current_stream",
+           "stream_from_ptr", "memcpy_async"]
+
+_handles = itertools.count(0x5000, 0x10)
+_by_ptr: dict[int, weakref.ref] = {}
+_local = threading.local()
+
+
+class Step:
+    """One unit of device work: ``run()`` does it; ``what`` names it in errors; ``pointers``
+    are the ``(allocation serial, address)`` pairs it touches, checked live at replay."""
+
+    def __init__(self, what, run, pointers=()):
+        self.what, self.run, self.pointers = what, run, tuple(pointers)
+
+    def check_live(self, index):
+        for serial, ptr in self.pointers:
+            if not memory.is_live((serial, ptr)):
+                raise FreedMemoryError(
+                    f"graph step {index} ({self.what}) uses address 0x{ptr:x} of allocation "
+                    f"#{serial}, which has been freed since the graph was captured "
+                    f"(now {memory.describe(ptr)}); recapture after replacing arrays")
+
+
+class Stream:
+    """``cupy.cuda.Stream``: ``with s:`` makes it current; ``ptr`` is its handle (0 for the
+    legacy default stream ``Stream.null``)."""
+
+    null: Stream
+
+    def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
+        self.ptr = 0 if null else next(_handles)
+        self.device_id = devices.current_id()
+        self.non_blocking = non_blocking
+        self._graph_steps = None  # a list while capturing
+        if not null:
+            _by_ptr[self.ptr] = weakref.ref(self)
+
+    def __enter__(self):
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+
+    def use(self):
+        _stack()[0] = self
+        return self
+
+    def synchronize(self):
+        devices.check_not_capturing(f"{self!r}.synchronize() (a host sync)")
+
+    def record(self, event=None):
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        """Order this stream after ``event`` (work is synchronous here: nothing to wait)."""
+
+    def is_capturing(self):
+        return self._graph_steps is not None
+
+    def begin_capture(self, mode=None):
+        if self.ptr == 0:
+            raise CaptureError("the legacy default stream cannot capture a graph "
+                               "(cudaErrorStreamCaptureUnsupported); use "
+                               "Stream(non_blocking=True)")
+        if self._graph_steps is not None:
+            raise CaptureError(f"{self!r} is already capturing")
+        self._graph_steps = []
+        devices.begin_capture(self)
+
+    def end_capture(self):
+        if self._graph_steps is None:
+            raise CaptureError(f"{self!r}.end_capture() without begin_capture()")
+        steps, self._graph_steps = self._graph_steps, None
+        devices.end_capture(self)
+        return Graph(steps)
+
+    def submit(self, step):
+        """Run ``step`` now, or record it when this stream captures."""
+        if self._graph_steps is not None:
+            self._graph_steps.append(step)
+            return
+        if self.ptr == 0 and devices.capturing_streams():
+            devices.check_not_capturing(f"{step.what} on the legacy default stream")
+        step.run()
+
+    def __repr__(self):
+        return "<Stream null>" if self.ptr == 0 else f"<Stream 0x{self.ptr:x}>"
+
+
+Stream.null = Stream(null=True)
+
+
+def _stack():
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = [Stream.null]
+    return stack
+
+
+def get_current_stream(device_id=None):
+    """The current stream of this thread (the legacy default stream unless set)."""
+    return _stack()[-1]
+
+
+def submit(step):
+    """Submit ``step`` to the current stream."""
+    get_current_stream().submit(step)
+
+
+def stream_from_ptr(ptr):
+    """The Stream with handle ``ptr`` (0: the legacy default stream)."""
+    if ptr == 0:
+        return Stream.null
+    ref = _by_ptr.get(ptr)
+    stream = ref() if ref is not None else None
+    if stream is None:
+        raise ValueError(f"0x{ptr:x} is not the handle of a live stream "
+                         "(cudaErrorInvalidResourceHandle)")
+    return stream
+
+
+class Event:
+    """``cupy.cuda.Event``: recorded on a stream; work is synchronous, so it is done when
+    recorded."""
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.ptr, self.done = next(_handles), True
+
+    def record(self, stream=None):
+        self.stream = get_current_stream() if stream is None else stream
+
+    def synchronize(self):
+        devices.check_not_capturing("Event.synchronize() (a host sync)")
+
+    def query(self):
+        return True
+
+
+class Graph:
+    """``cupy.cuda.Graph``: the steps a capture recorded; ``launch()`` replays them."""
+
+    def __init__(self, steps):
+        self.steps = list(steps)
+
+    def upload(self, stream=None):
+        """Nothing to upload on the virtual GPU."""
+
+    def launch(self, stream=None):
+        """Replay every step in order on ``stream`` (the current one by default)."""
+        stream = get_current_stream() if stream is None else stream
+        if stream.is_capturing():
+            raise CaptureError("launching a graph inside a capture is not supported here")
+        for i, step in enumerate(self.steps):
+            step.check_live(i)
+        for step in self.steps:
+            step.run()
+
+    def debug_dot_str(self, flags=0):
+        nodes = "\n".join(f'  n{i} [label="{s.what}"];' for i, s in enumerate(self.steps))
+        edges = "\n".join(f"  n{i} -> n{i + 1};" for i in range(len(self.steps) - 1))
+        return f"digraph vgpu_graph {{\n{nodes}\n{edges}\n}}\n"
+
+    def __repr__(self):
+        return f"<virtual CUDA graph of {len(self.steps)} steps>"
+
+
+def _device_range(ptr, nbytes, what):
+    mem = memory.find(ptr)
+    if mem is None or ptr + nbytes > mem.ptr + mem.size:
+        raise MemoryFaultError(f"{what}: the range [0x{ptr:x}, +{nbytes}) is not inside one "
+                               f"live allocation ({memory.describe(ptr)})")
+    return mem
+
+
+def memcpy_async(dst, src, nbytes, kind, stream_ptr):
+    """``cupy.cuda.runtime.memcpyAsync``: device-to-device copies (kind 3, or 4 between two
+    device pointers) are stream work; host<->device copies raise under capture."""
+    import ctypes
+
+    stream = stream_from_ptr(stream_ptr)
+    what = f"memcpyAsync({nbytes} bytes, kind {kind})"
+    if kind not in (0, 1, 2, 3, 4):
+        raise ValueError(f"{what}: unknown cudaMemcpyKind {kind}")
+    dst_dev, src_dev = memory.find(dst), memory.find(src)
+    if kind == 4:
+        kind = {(True, True): 3, (True, False): 1, (False, True): 2}.get(
+            (dst_dev is not None, src_dev is not None), 0)
+    if kind in (1, 2, 0):
+        devices.check_not_capturing(f"{what}: a copy between host and device")
+    if kind in (1, 3):
+        dst_dev = _device_range(dst, nbytes, f"{what} destination")
+    if kind in (2, 3):
+        src_dev = _device_range(src, nbytes, f"{what} source")
+    pointers = [(m.serial, p) for m, p in ((dst_dev, dst), (src_dev, src)) if m is not None]
+    stream.submit(Step(what, lambda: ctypes.memmove(dst, src, nbytes), pointers))
