@@ -103,11 +103,15 @@ def test_float16_groups_compute_in_float32():
 
 
 def seed_mlp(ctx):
+    """The seed MLP with the same weights on every context (initialized on cpu, then moved:
+    initializers draw from each device's own generator)."""
     mx.random.seed(7)
     net = nn.HybridSequential()
     with net.name_scope():
-        net.add(nn.Dense(256, activation="relu"), nn.Dense(128, activation="relu"), nn.Dense(2))
-    net.initialize(mx.init.Xavier(), ctx=ctx)
+        net.add(nn.Dense(256, activation="relu", in_units=20),
+                nn.Dense(128, activation="relu", in_units=256), nn.Dense(2, in_units=128))
+    net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+    net.collect_params().reset_ctx(ctx)
     return net
 
 
