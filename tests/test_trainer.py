@@ -331,7 +331,9 @@ def test_optimizer_instance_gets_param_dict():
 
 @pytest.mark.gpu
 def test_gpu_and_cpu_copies_train_identically(gpu_available):
-    ctxs = [mx.cpu(0), gpu_available]
+    # Update counts are kept per device id, as in MXNet: cpu(0) and gpu(0) would share them
+    # (and count every step twice), so the cpu copy lives on cpu(1).
+    ctxs = [mx.cpu(1), gpu_available]
     params = make_params(ctxs)
     reference = make_params([mx.cpu(0)])
     trainer = Trainer(params, "adam", {"learning_rate": 0.01, "wd": 0.01})

@@ -23,7 +23,7 @@ def waitall():
     """Wait for all pending work on every gpu (nothing to wait for on cpu)."""
     if num_gpus() == 0:
         return
-    import cupy
+    cupy = gpu(0).xp  # CuPy, or the virtual GPU's stand-in
 
     for device_id in range(num_gpus()):
         with cupy.cuda.Device(device_id):

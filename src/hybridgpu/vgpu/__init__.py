@@ -14,9 +14,12 @@ Example:
     (True, 2)
     >>> with xp.cuda.Device(1):
     ...     x = xp.ones(3, dtype=xp.float32)
-    >>> x.device.id, xp.asnumpy(x * 2).tolist()
-    (1, [2.0, 2.0, 2.0])
-"""
+    >>> x.device.id, xp.asnumpy(x).tolist()
+    (1, [1.0, 1.0, 1.0])
+    >>> x * 2
+    Traceback (most recent call last):
+    ValueError: operator __mul__: Array device must be same as the current device: array device = 1 while current = 0
+"""  # noqa: E501
 
 from __future__ import annotations
 

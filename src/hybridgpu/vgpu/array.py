@@ -195,6 +195,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
     def __dlpack_device__(self):
         return (2, self._mem.device_id)  # kDLCUDA
 
+    def __dlpack__(self, stream=None, **kwargs):
+        """A DLPack capsule of the host view (read by the stand-in's ``from_dlpack``)."""
+        return self._a.__dlpack__()
+
 
 def _f_strides(shape, itemsize):
     strides, step = [], itemsize

@@ -153,12 +153,32 @@ def _get_array_module(xp):
     return get_array_module
 
 
+class _HostSide:
+    """A virtual device producer seen as the host memory it is (for ``np.from_dlpack``)."""
+
+    def __init__(self, producer):
+        self._producer = producer
+
+    def __dlpack__(self, **kwargs):
+        return self._producer.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 def _from_dlpack(obj):
-    """``cupy.from_dlpack`` for virtual device arrays (shared memory); host objects raise."""
+    """``cupy.from_dlpack``: shares the memory of a virtual device array (or of a DLPack
+    producer wrapping one); other producers raise."""
     if isinstance(obj, ndarray):
         return ndarray._view(obj._a, obj._mem)
-    raise TypeError("cupy.from_dlpack on the virtual GPU takes virtual device arrays only, "
-                    f"got {type(obj).__name__}")
+    device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
+    if device is None or device[0] != 2:
+        raise TypeError("cupy.from_dlpack on the virtual GPU takes device (kDLCUDA) producers, "
+                        f"got {type(obj).__name__} on DLPack device {device}")
+    host = np.from_dlpack(_HostSide(obj))
+    if memory.find(host.__array_interface__["data"][0]) is None:
+        raise TypeError(f"cupy.from_dlpack: {type(obj).__name__} is not virtual device memory")
+    return wrap(host)
 
 
 # -- cupyx -------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ Example:
     ...     s.begin_capture()
     ...     submit(Step("append 1", lambda: ran.append(1)))
     ...     g = s.end_capture()
-    >>> ran, g.launch(stream=s), g.launch(stream=s), ran
-    ([], None, None, [1, 1])
+    >>> before = list(ran); g.launch(stream=s); g.launch(stream=s)
+    >>> before, ran
+    ([], [1, 1])
 """
 
 from __future__ import annotations
