@@ -115,7 +115,7 @@ def seed_mlp(ctx):
     return net
 
 
-@pytest.mark.parametrize("batch", [1, 5])
+@pytest.mark.parametrize("batch", [1, 5, 12])  # GEMV kernels up to 8 rows, then cuBLAS
 def test_seed_mlp_on_gpu_equals_cpu(batch):
     data = np.random.default_rng(batch).standard_normal((batch, 20)).astype(np.float32)
     cpu_net, gpu_net = seed_mlp(mx.cpu()), seed_mlp(mx.gpu(0))

@@ -130,18 +130,36 @@ def test_identical_groups_share_one_kernel():
 
 # -- the program as data --------------------------------------------------------------------------
 
-def test_seed_mlp_is_gemms_and_fused_epilogues():
-    prog = program_of(seed_mlp_graph())
+def test_seed_mlp_at_batch_1_is_three_gemv_kernels_with_their_epilogues():
+    prog = program_of(seed_mlp_graph(batch=1))
+    assert [type(s).__name__ for s in prog.steps] == ["Launch"] * 3
+    assert all(s.kernel.endswith("gemv") for s in prog.steps)
+    assert prog.workspace is None and prog.segments() == [("graph", [0, 1, 2])]
+    first = prog.kernels[0].source
+    assert "__shfl_xor_sync" in first and "(t0 > (T)0 ? t0 : (T)0)" in first  # bias + relu
+    assert "out0 = in0 + in1;" in prog.kernels[2].source  # the last layer: its bias alone
+
+
+def test_seed_mlp_at_larger_batch_is_gemms_and_fused_epilogues():
+    prog = program_of(seed_mlp_graph(batch=16))
     kinds = [type(s).__name__ for s in prog.steps]
     assert kinds.count("Gemm") == 3 and "Eager" not in kinds
     assert prog.segments() == [("graph", list(range(len(prog.steps))))]
     gemm = next(s for s in prog.steps if isinstance(s, Gemm))
-    # data (1, 20) x weight (256, 20)^T, column-major: m=256, n=1, k=20, weight transposed
-    assert (gemm.m, gemm.n, gemm.k, gemm.transa, gemm.transb) == (256, 1, 20, 1, 0)
+    # data (16, 20) x weight (256, 20)^T, column-major: m=256, n=16, k=20, weight transposed
+    assert (gemm.m, gemm.n, gemm.k, gemm.transa, gemm.transb) == (256, 16, 20, 1, 0)
     assert prog.workspace is not None and prog.workspace + (4 << 20) <= prog.arena_bytes
     text = str(prog)
-    assert text.startswith("gpu program: ") and "gemm    float32 TN m=256 n=1 k=20" in text
+    assert text.startswith("gpu program: ") and "gemm    float32 TN m=256 n=16 k=20" in text
     assert "in      data -> arena[" in text
+
+
+def test_in_place_kernels_drop_restrict():
+    prog = program_of(seed_mlp_graph(batch=16))
+    launch = next(s for s in prog.steps if isinstance(s, Launch))
+    assert launch.args[0].ref == launch.args[1].ref  # bias + relu over the GEMM's result
+    kernel = next(k for k in prog.kernels if k.name == launch.kernel)
+    assert "__restrict__" not in kernel.source
 
 
 def test_arena_regions_are_aligned_and_disjoint():

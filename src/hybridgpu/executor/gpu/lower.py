@@ -9,7 +9,11 @@ A node becomes:
 
 * a ``Launch`` of a generated elementwise kernel: a fused group (its ``cuda_body``), or one
   elementwise op with a CUDA expression (``op.cuda_for(attrs)``) over float data (or a cast);
-* ``Gemm`` steps (cuBLAS) for the GEMM family (``gemm.GEMM_SHAPES``), plus a bias kernel;
+* a ``Launch`` of a generated GEMV kernel for a FullyConnected-shaped product of at most
+  ``MAX_GEMV_ROWS`` rows (small batch), carrying its epilogue: its bias, or the elementwise
+  node (bias + activation, after ``decompose``) that alone reads it and runs next;
+* ``Gemm`` steps (cuBLAS) for the rest of the GEMM family (``gemm.GEMM_SHAPES``), plus a bias
+  kernel;
 * a ``Copy`` for an op that only reinterprets its input's elements (Reshape, Flatten,
   expand_dims...): found by running the op once on the host over ``arange`` and seeing the
   elements come back in order;
@@ -37,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 
@@ -44,9 +49,11 @@ import numpy as np
 
 from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_config
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
+from ...compiler.codegen.cuda.gemv import MAX_ROWS as MAX_GEMV_ROWS
+from ...compiler.codegen.cuda.gemv import GemvSpec, generate_gemv
 from ...compiler.passes.cuda_expr import substitute
 from ...compiler.passes.fold import constant_value
-from ...compiler.passes.rewrite import mutated_keys
+from ...compiler.passes.rewrite import mutated_keys, readers
 from ...ops.rules import known
 from .gemm import GEMM_DTYPES, GEMM_SHAPES, row_major_gemm
 from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Program, Ref
@@ -125,10 +132,12 @@ class _Lowering:
 
     # -- lowering -----------------------------------------------------------------------
     def run(self):
+        self.readers = readers(self.graph)
+        self.pending = {}  # reader node index -> (GEMM node index, GEMM parameters)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable or constant_value(node) is not None:
                 continue
-            for make in (self._elementwise, self._gemm, self._copy):
+            for make in (self._gemv, self._elementwise, self._gemm, self._copy):
                 if make(i, node):
                     break
             else:
@@ -150,6 +159,8 @@ class _Lowering:
 
     def _launch(self, spec, i, kind, outs, ins):
         """Launch the kernel of ``spec`` with ``outs`` and ``ins`` (Refs)."""
+        if set(outs) & set(ins):
+            spec = dataclasses.replace(spec, aliased=True)
         kernel = self._kernel(spec, i, kind)
         grid, block = launch_config(kernel)
         size = math.prod(spec.shape)
@@ -167,22 +178,28 @@ class _Lowering:
         self._launch(spec, i, kind, outs, ins)
         return True
 
-    def _gemm(self, i, node):
+    def _gemm_shape(self, i, node):
+        """The GEMM parameters of node ``i`` (see ``gemm``), or None."""
         shapes_of = GEMM_SHAPES.get(node.op.name)
         if shapes_of is None or node.num_outputs != 1:
-            return False
+            return None
         keys = [self.graph.key(e) for e in node.inputs]
         dtype = str(self.graph.dtypes.get((i, 0)))
         if dtype not in GEMM_DTYPES or any(str(self.graph.dtypes.get(k)) != dtype
                                            for k in keys):
-            return False
+            return None
         in_shapes = [self.graph.shapes.get(k) for k in keys]
         out_shape = self.graph.shapes.get((i, 0))
         if not all(known(s) for s in (*in_shapes, out_shape)):
-            return False
-        found = shapes_of(node.attrs, in_shapes, out_shape)
+            return None
+        return shapes_of(node.attrs, in_shapes, out_shape)
+
+    def _gemm(self, i, node):
+        found = self._gemm_shape(i, node)
         if found is None:
             return False
+        keys = [self.graph.key(e) for e in node.inputs]
+        dtype = str(self.graph.dtypes[(i, 0)])
         m, n, k, ta, tb, bias, batch = found
         c = self.ref((i, 0))
         self.steps.append(row_major_gemm(dtype, m, n, k, self.ref(keys[0]), ta,
@@ -191,6 +208,74 @@ class _Lowering:
             spec = ElementwiseSpec((m, n), dtype, [((m, n), dtype), ((n,), dtype)], [dtype],
                                    "out0 = in0 + in1;")
             self._launch(spec, i, "bias", [c], [c, self.ref(keys[2])])
+        return True
+
+    def _gemv(self, i, node):
+        """A small-batch FullyConnected-shaped GEMM (``x @ w^T``) as a GEMV kernel carrying
+        its epilogue: its bias, or the elementwise node that alone reads it and runs next.
+        Deferred to that node (returns True with nothing emitted), or emitted by it."""
+        if i in self.pending:
+            return self._emit_gemv(i, node, *self.pending.pop(i))
+        found = self._gemm_shape(i, node)
+        if found is None:
+            return False
+        m, n, k, ta, tb, bias, batch = found
+        if ta or not tb or batch != 1 or m > MAX_GEMV_ROWS:
+            return False
+        if bias:
+            return self._emit_gemv(i, node, i, found)
+        reader = self._sole_next_reader(i)
+        if reader is None:
+            return False
+        self.pending[reader] = (i, found)
+        return True
+
+    def _sole_next_reader(self, i):
+        """The node that alone reads node ``i``'s value, when it is elementwise, has a kernel,
+        computes the same shape, comes next in the program and does not write over the
+        GEMM's operands; else None."""
+        graph = self.graph
+        users = self.readers.get((i, 0), [])
+        if len(users) != 1 or users[0] is None:
+            return None
+        j = users[0]
+        between = graph.nodes[i + 1:j]
+        if any(not b.is_variable and constant_value(b) is None for b in between):
+            return None
+        spec = elementwise_spec(graph, j)
+        if spec is None or spec.shape != graph.shapes[(i, 0)]:
+            return None
+        operands = {self.ref(graph.key(e)) for e in graph.nodes[i].inputs}
+        if any(self.ref((j, k)) in operands for k in range(graph.nodes[j].num_outputs)):
+            return None
+        return j
+
+    def _emit_gemv(self, j, node, i, found):
+        """Emit the GEMV of GEMM node ``i`` with node ``j``'s epilogue (``j == i``: the bias)."""
+        m, n, k = found[:3]
+        graph, gemm = self.graph, self.graph.nodes[i]
+        dtype = str(graph.dtypes[(i, 0)])
+        x, w = (self.ref(graph.key(e)) for e in gemm.inputs[:2])
+        if j == i:
+            epi = ElementwiseSpec((m, n), dtype, [((m, n), dtype), ((n,), dtype)], [dtype],
+                                  "out0 = in0 + in1;")
+            slot, others = 0, [graph.key(gemm.inputs[2])]
+        else:
+            epi = elementwise_spec(graph, j)
+            keys = [graph.key(e) for e in node.inputs]
+            slot = keys.index((i, 0))
+            others = [key for n_, key in enumerate(keys) if n_ != slot]
+        kernel = self._by_spec.get((epi, slot, m, n, k))
+        if kernel is None:
+            kernel = generate_gemv(GemvSpec(m, n, k, dtype, epi, slot), ident("k", j, "gemv"))
+            self._by_spec[(epi, slot, m, n, k)] = kernel
+            self.kernels.append(kernel)
+        grid, block = launch_config(kernel)
+        args = [Buffer(self.ref((j, o)), d, m * n) for o, d in enumerate(epi.outputs)]
+        args += [Buffer(x, dtype, m * k), Buffer(w, dtype, n * k)]
+        args += [Buffer(self.ref(key), str(graph.dtypes[key]), math.prod(graph.shapes[key]))
+                 for key in others]
+        self.steps.append(Launch(kernel.name, grid, block, (*args, ALIGNED), node=j))
         return True
 
     def _copy(self, i, node):

@@ -18,7 +18,8 @@ The kernel:
   vector path: 128-bit ``float4`` loads and stores, an input broadcast along the innermost
   dimension loaded once and splatted. The launcher passes ``aligned = 1`` only when every
   pointer is 16-byte aligned; otherwise the scalar loop runs;
-* takes its arguments as ``(out pointers..., in pointers..., int aligned)``.
+* takes its arguments as ``(out pointers..., in pointers..., int aligned)``, ``__restrict__``
+  unless the spec says an output is written over an input (``aliased``: in place).
 
 Example:
     >>> spec = ElementwiseSpec((2, 4), "float32", [((2, 4), "float32"), ((4,), "float32")],
@@ -62,6 +63,7 @@ class ElementwiseSpec:
     inputs: tuple
     outputs: tuple
     body: str
+    aliased: bool = False  # an output is an input's memory (in place): no __restrict__
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(self.shape))
@@ -167,8 +169,9 @@ def generate(spec, name):
     vector = _vectorizable(spec, extents)
     src = CudaSource()
     _element_function(src, spec, name, compute)
-    ins = [f"const {STORAGE[d]}* __restrict__ i{k}" for k, (_, d) in enumerate(spec.inputs)]
-    outs = [f"{STORAGE[d]}* __restrict__ o{k}" for k, d in enumerate(spec.outputs)]
+    restrict = "" if spec.aliased else " __restrict__"
+    ins = [f"const {STORAGE[d]}*{restrict} i{k}" for k, (_, d) in enumerate(spec.inputs)]
+    outs = [f"{STORAGE[d]}*{restrict} o{k}" for k, d in enumerate(spec.outputs)]
     index_t = "int" if size < 2 ** 31 - 2 ** 20 else "long long"
     head = (f'extern "C" __global__ void __launch_bounds__({BLOCK}) '
             f"{name}({', '.join(outs + ins + ['int aligned'])})")
