@@ -140,24 +140,24 @@ class _State:
         self.graphs = None        # [(kind, step indices, Graph or None)]
         self.bound_key = None     # pointers of the bound inputs the graphs were captured with
         self.ext = {}
+        self.ready, self.done = xp.cuda.Event(), xp.cuda.Event()  # reused: calls are serial
 
     # -- one call -----------------------------------------------------------------------
     def call(self, inputs, rng):
         xp, stream = self.xp, self.stream
         self.ext = self._externals(inputs)
-        ready = xp.cuda.Event()
-        ready.record(xp.cuda.get_current_stream())
+        caller = xp.cuda.get_current_stream()
+        self.ready.record(caller)
         with stream:
-            stream.wait_event(ready)
+            stream.wait_event(self.ready)
             self._stage(inputs)
             if not self.exe.use_graphs:
                 self._run(range(len(self.program.steps)), rng)
             else:
                 self._replay(rng)
             outs = self._outputs()
-            done = xp.cuda.Event()
-            done.record(stream)
-        xp.cuda.get_current_stream().wait_event(done)
+            self.done.record(stream)
+        caller.wait_event(self.done)
         return outs
 
     def _externals(self, inputs):
