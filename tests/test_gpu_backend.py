@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import hybridgpu as mx
 from hybridgpu.compiler import compile_graph
+from hybridgpu.executor.gpu import Gemm
 from hybridgpu.executor.gpu.runtime import GpuExecutable
 from hybridgpu.gluon import nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
@@ -195,3 +196,83 @@ def test_graph_with_an_eager_op_runs_in_segments():
         data = rng.standard_normal((3, 8)).astype(np.float32)
         got = to_host(gpu_exe({"x": to_gpu(data)})[0])
         np.testing.assert_allclose(got, cpu_exe({"x": data})[0], rtol=1e-6)
+
+
+# -- reductions, softmax, pooling, convolution ----------------------------------------------------
+
+def check_against_cpu(out, shapes, kinds, rtol=1e-5, atol=1e-6, dtype="float32", seed=0):
+    """Compile ``out`` for cpu and gpu, check the gpu program's step kinds include ``kinds``
+    (and no eager step), then compare two calls (eager run, then replay) with cpu."""
+    cpu_exe, gpu_exe = compile_both(out, shapes, dtype)
+    steps = [type(s).__name__ for s in gpu_exe.program.steps]
+    assert "Eager" not in steps and set(kinds) <= set(steps), steps
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        inputs = {n: rng.uniform(-1, 1, s).astype(dtype) for n, s in shapes.items()}
+        want = cpu_exe(inputs)
+        got = gpu_exe({n: to_gpu(a) for n, a in inputs.items()})
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(to_host(g), w, rtol=rtol, atol=atol)
+    return gpu_exe
+
+
+@pytest.mark.parametrize("op,axis", [("sum", (1, 2)), ("mean", 0), ("max", (0, 2)),
+                                     ("min", None), ("prod", 2), ("nansum", -1)])
+def test_reductions_match_cpu(op, axis):
+    x = mx.sym.var("x")
+    out = getattr(mx.sym, op)(mx.sym.relu(x) + 0.5, axis=axis)
+    check_against_cpu(out, {"x": (3, 4, 5)}, ["Launch"], rtol=2e-5)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_softmax_family_matches_cpu(op, axis):
+    x = mx.sym.var("x")
+    out = getattr(mx.sym, op)(x * 3, axis=axis, temperature=2.0)
+    check_against_cpu(out, {"x": (2, 7, 3)}, ["Launch"])
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max"},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"},
+    {"kernel": (2, 2), "stride": (2, 2), "pool_type": "avg", "count_include_pad": False,
+     "pooling_convention": "full"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "max"},
+])
+def test_pooling_matches_cpu(attrs):
+    out = mx.sym.Pooling(mx.sym.var("x"), **attrs)
+    check_against_cpu(out, {"x": (2, 3, 7, 7)}, ["Launch"])
+
+
+@pytest.mark.parametrize("kernel,stride,pad,groups,channels", [
+    ((3, 3), (1, 1), (1, 1), 1, 4),     # im2col + GEMM
+    ((3, 3), (2, 2), (1, 1), 1, 3),
+    ((1, 1), (1, 1), (0, 0), 1, 6),     # pointwise: GEMM on the input itself
+    ((3, 3), (1, 1), (1, 1), 6, 6),     # depthwise: direct kernel
+    ((3, 3), (2, 2), (0, 0), 2, 4),     # grouped
+])
+def test_convolution_matches_cpu(kernel, stride, pad, groups, channels):
+    x, w, b = mx.sym.var("x"), mx.sym.var("w"), mx.sym.var("b")
+    out = mx.sym.Convolution(x, w, b, kernel=kernel, stride=stride, pad=pad, num_group=groups,
+                             num_filter=6)
+    shapes = {"x": (2, channels, 6, 6), "w": (6, channels // groups, *kernel), "b": (6,)}
+    exe = check_against_cpu(out, shapes, ["Launch"], rtol=1e-4, atol=1e-5)
+    gemms = [s for s in exe.program.steps if isinstance(s, Gemm)]
+    assert bool(gemms) == (groups == 1)
+
+
+def test_resnet_block_runs_as_one_captured_segment():
+    from hybridgpu.gluon.model_zoo import vision
+
+    net = vision.resnet18_v1(classes=10)
+    net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+    data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+    want = net(mx.nd.array(data)).asnumpy()
+    net.collect_params().reset_ctx(mx.gpu(0))
+    net.hybridize()
+    x = mx.nd.array(data, ctx=mx.gpu(0))
+    for _ in range(2):
+        np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-4, atol=1e-4)
+    exe = next(iter(net._traces.values())).executable
+    assert [k for k, _ in exe.program.segments()] == ["graph"]

@@ -14,9 +14,15 @@ A node becomes:
   node (bias + activation, after ``decompose``) that alone reads it and runs next;
 * ``Gemm`` steps (cuBLAS) for the rest of the GEMM family (``gemm.GEMM_SHAPES``), plus a bias
   kernel;
-* a ``Copy`` for an op that only reinterprets its input's elements (Reshape, Flatten,
-  expand_dims...): found by running the op once on the host over ``arange`` and seeing the
-  elements come back in order;
+* a ``Launch`` of a generated reduction (sum, mean, max, min, prod; softmax, log_softmax;
+  global pooling), window (2-D pooling; grouped and depthwise convolution) kernel
+  (``templates``); a 2-D convolution with one group as an im2col kernel (none for 1x1) and
+  a strided-batched GEMM, plus a bias kernel;
+* nothing, or a ``Copy``, for an op that only reinterprets its input's elements (Reshape,
+  Flatten, expand_dims...: found by running the op once on the host over ``arange`` and
+  seeing the elements come back in order): its value is its input's memory under another
+  name when that memory does not change during a run (a parameter, a constant, a staged
+  input), else a device copy;
 * else an ``Eager`` step: the op's ``compute`` on arena views.
 
 Variables are either *staged* (the call's data: copied into an arena region) or *bound* (read
@@ -51,12 +57,15 @@ from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_co
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
 from ...compiler.codegen.cuda.gemv import MAX_ROWS as MAX_GEMV_ROWS
 from ...compiler.codegen.cuda.gemv import GemvSpec, generate_gemv
+from ...compiler.codegen.cuda.reduce import ReduceSpec, generate_reduce
+from ...compiler.codegen.cuda.window import generate_conv, generate_im2col, generate_pool
 from ...compiler.passes.cuda_expr import substitute
 from ...compiler.passes.fold import constant_value
 from ...compiler.passes.rewrite import mutated_keys, readers
 from ...ops.rules import known
 from .gemm import GEMM_DTYPES, GEMM_SHAPES, row_major_gemm
 from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Program, Ref
+from .templates import GEMM_CONV_DTYPES, conv_spec, pool_spec, reduce_spec
 
 __all__ = ["lower", "LoweringError", "WORKSPACE_BYTES", "MAX_FUSED_INPUTS"]
 
@@ -81,6 +90,7 @@ class _Lowering:
         self.graph, self.plan, self.is_train = graph, plan, is_train
         self.steps, self.kernels, self._by_spec = [], [], {}
         self.constants = {}
+        self.aliases = {}  # value key -> the Ref of the value it reinterprets
         mutated = mutated_keys(graph)
         self.staged = {n.name for i, n in enumerate(graph.nodes) if n.is_variable
                        and n.name in staged and (i, 0) not in mutated}
@@ -111,6 +121,8 @@ class _Lowering:
 
     # -- where values live --------------------------------------------------------------
     def ref(self, key):
+        if key in self.aliases:
+            return self.aliases[key]
         node = self.graph.nodes[key[0]]
         if node.is_variable:
             if node.name in self.inputs:
@@ -134,10 +146,13 @@ class _Lowering:
     def run(self):
         self.readers = readers(self.graph)
         self.pending = {}  # reader node index -> (GEMM node index, GEMM parameters)
+        self.col = self._col_region()
+        makers = (self._gemv, self._elementwise, self._gemm, self._copy, self._reduce,
+                  self._pool, self._conv)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable or constant_value(node) is not None:
                 continue
-            for make in (self._gemv, self._elementwise, self._gemm, self._copy):
+            for make in makers:
                 if make(i, node):
                     break
             else:
@@ -278,12 +293,102 @@ class _Lowering:
         self.steps.append(Launch(kernel.name, grid, block, (*args, ALIGNED), node=j))
         return True
 
+    def _add(self, kernel, grid, block, args, i):
+        """Launch ``kernel`` (generated once per distinct spec by the caller)."""
+        if kernel.name not in {k.name for k in self.kernels}:
+            self.kernels.append(kernel)
+        self.steps.append(Launch(kernel.name, grid, block, tuple(args), node=i))
+
+    def _cached(self, spec, make):
+        """The generated ``(kernel, grid, block)`` of ``spec``, made by ``make()`` once."""
+        found = self._by_spec.get(spec)
+        if found is None:
+            found = self._by_spec[spec] = make()
+        return found
+
+    def _buffer(self, key):
+        graph = self.graph
+        return Buffer(self.ref(key), str(graph.dtypes[key]), math.prod(graph.shapes[key]))
+
+    def _reduce(self, i, node):
+        spec = reduce_spec(self.graph, i)
+        return spec is not None and self._reduce_launch(spec, i, node)
+
+    def _reduce_launch(self, spec, i, node):
+        kernel, grid, block = self._cached(spec, lambda: generate_reduce(
+            spec, ident("k", i, "red")))
+        args = [self._buffer((i, 0)), self._buffer(self.graph.key(node.inputs[0]))]
+        self._add(kernel, grid, block, args, i)
+        return True
+
+    def _pool(self, i, node):
+        spec = pool_spec(self.graph, i)
+        if spec is None:
+            return False
+        if isinstance(spec, ReduceSpec):
+            return self._reduce_launch(spec, i, node)
+        kernel, grid, block = self._cached(spec, lambda: _with_config(
+            generate_pool(spec, ident("k", i, "pool"))))
+        args = [self._buffer((i, 0)), self._buffer(self.graph.key(node.inputs[0]))]
+        self._add(kernel, grid, block, args, i)
+        return True
+
+    def _conv(self, i, node):
+        spec = conv_spec(self.graph, i)
+        if spec is None:
+            return False
+        keys = [self.graph.key(e) for e in node.inputs]
+        args = [self._buffer((i, 0))] + [self._buffer(k) for k in keys]
+        if not _conv_as_gemm(spec):
+            kernel, grid, block = self._cached(spec, lambda: _with_config(
+                generate_conv(spec, ident("k", i, "conv"))))
+            self._add(kernel, grid, block, args, i)
+            return True
+        n, c, h, w = spec.shape
+        _, o, oh, ow = spec.out_shape
+        k, p = c * spec.kernel[0] * spec.kernel[1], oh * ow
+        col = args[1].ref
+        if not _pointwise(spec):
+            col = Ref.arena(self.col)
+            kernel, grid, block = self._cached(("im2col", spec), lambda: _with_config(
+                generate_im2col(spec, ident("k", i, "im2col"))))
+            self._add(kernel, grid, block, [Buffer(col, spec.dtype, n * k * p), args[1]], i)
+        gemm = row_major_gemm(spec.dtype, o, p, k, args[2].ref, False, col, False,
+                              args[0].ref, batch=n, node=i)
+        self.steps.append(dataclasses.replace(gemm, stride_b=0))  # one weight for all images
+        if spec.bias:
+            epi = ElementwiseSpec(spec.out_shape, spec.dtype,
+                                  [(spec.out_shape, spec.dtype), ((o, 1, 1), spec.dtype)],
+                                  [spec.dtype], "out0 = in0 + in1;")
+            self._launch(epi, i, "bias", [args[0].ref], [args[0].ref, args[3].ref])
+        return True
+
+    def _col_region(self):
+        """Arena offset of the im2col buffer (the largest any convolution needs), or None."""
+        need = 0
+        for i, node in enumerate(self.graph.nodes):
+            if node.is_variable or node.op.name != "Convolution":
+                continue
+            spec = conv_spec(self.graph, i)
+            if spec is not None and _conv_as_gemm(spec) and not _pointwise(spec):
+                c, kh, kw = spec.shape[1], *spec.kernel
+                per = spec.shape[0] * c * kh * kw * spec.out_shape[2] * spec.out_shape[3]
+                need = max(need, per * np.dtype(spec.dtype).itemsize)
+        return self._region(need) if need else None
+
     def _copy(self, i, node):
+        """A reshape: the same memory under another name when its source never changes
+        during a run (a parameter, a constant, a staged input, or such an alias), else a
+        device copy."""
         if not reinterprets(self.graph, i):
             return False
-        src = self.graph.key(node.inputs[0])
+        src = self.ref(self.graph.key(node.inputs[0]))
+        stable = {offset for offset, _ in self.inputs.values()}
+        if src.kind == "ext" or src.offset in stable and src.kind == "arena":
+            self.aliases[(i, 0)] = src
+            return True
         dst = self.ref((i, 0))
-        self.steps.append(Copy(dst, self.ref(src), self._nbytes((i, 0)), node=i))
+        self.steps.append(Copy(dst, src, self._nbytes((i, 0)), node=i))
         return True
 
     def _eager(self, i, node):
@@ -292,6 +397,21 @@ class _Lowering:
         self.steps.append(Eager(node.op, dict(node.attrs), ins, outs, node=i,
                                 random=node.op.random,
                                 is_train=self.is_train if node.op.mode_dependent else None))
+
+
+def _with_config(kernel):
+    """``(kernel, grid, block)`` of a one-thread-an-element kernel."""
+    return (kernel, *launch_config(kernel))
+
+
+def _conv_as_gemm(spec):
+    """True when a convolution runs as im2col + cuBLAS (one group, float32/64)."""
+    return spec.groups == 1 and spec.dtype in GEMM_CONV_DTYPES
+
+
+def _pointwise(spec):
+    """True for a 1x1 convolution with stride 1 and no padding: its input is its im2col."""
+    return spec.kernel == (1, 1) and spec.stride == (1, 1) and spec.pad == (0, 0)
 
 
 def supported_any(dtype):

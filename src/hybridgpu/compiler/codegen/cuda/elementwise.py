@@ -130,7 +130,7 @@ def _index_expr(var, extents, strides):
     """C expression of an input's element index for output element ``var``."""
     if not any(strides):
         return "0"
-    if len(extents) == 1 or strides == _contiguous(extents):
+    if strides == _contiguous(extents):
         return var
     terms, after = [], math.prod(extents)
     for d, (extent, stride) in enumerate(zip(extents, strides)):
