@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import hybridgpu as mx
 from hybridgpu.compiler import compile_graph
-from hybridgpu.executor.gpu import Gemm
+from hybridgpu.executor.gpu import Gemm, Launch
 from hybridgpu.executor.gpu.runtime import GpuExecutable
 from hybridgpu.gluon import nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
@@ -276,3 +276,48 @@ def test_resnet_block_runs_as_one_captured_segment():
         np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-4, atol=1e-4)
     exe = next(iter(net._traces.values())).executable
     assert [k for k, _ in exe.program.segments()] == ["graph"]
+
+
+# -- dropout under capture: Philox with its counter in device memory ------------------------------
+
+def philox_mask(size, p, salt, seed, run):
+    """The mask the dropout kernel must draw, from the reference Philox."""
+    from hybridgpu.compiler.codegen.cuda.philox import philox_reference
+
+    mask = np.empty(size, np.float32)
+    for i in range(size):
+        words = philox_reference((i >> 2, salt, run & 0xFFFFFFFF, run >> 32),
+                                 (seed & 0xFFFFFFFF, seed >> 32))
+        u = np.float32(words[i & 3] >> 8) * np.float32(2.0 ** -24)
+        mask[i] = np.float32(1 / (1 - p)) if u >= np.float32(p) else 0
+    return mask
+
+
+def test_dropout_is_captured_and_draws_fresh_masks_each_replay():
+    x = mx.sym.var("x")
+    g = Graph(mx.sym.relu(mx.sym.Dropout(x, p=0.25)) ._outputs)
+    infer_types(g, {"x": "float32"})
+    infer_shapes(g, {"x": (8, 64)})
+    exe = compile_graph(g, mx.gpu(0), True, {"data_inputs": ("x",)})
+    assert [k for k, _ in exe.program.segments()] == ["graph"]
+    data = np.random.default_rng(0).uniform(0.5, 1.5, (8, 64)).astype(np.float32)
+    drop = next(s for s in exe.program.steps if s.kernel.endswith("drop"))
+    masks = []
+    for run in range(3):
+        out = to_host(exe({"x": to_gpu(data)})[0])
+        state = to_host(exe._state.view(exe.program.steps[-1].args[0].ref, (2,), "uint64"))
+        assert int(state[1]) == run + 1  # advanced once per call, eager or replayed
+        mask = philox_mask(data.size, 0.25, drop.node, int(state[0]), run).reshape(data.shape)
+        np.testing.assert_allclose(out, data * mask, rtol=1e-6)
+        masks.append(mask)
+    assert exe.captures == 1
+    assert not np.array_equal(masks[0], masks[1]) and not np.array_equal(masks[1], masks[2])
+    assert 0.65 < (masks[0] > 0).mean() < 0.85
+
+
+def test_dropout_in_predict_mode_is_the_identity_kernel():
+    x = mx.sym.var("x")
+    cpu_exe, gpu_exe = compile_both(mx.sym.Dropout(x * 2, p=0.5), {"x": (4, 4)})
+    assert all(isinstance(s, Launch) for s in gpu_exe.program.steps)
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_array_equal(to_host(gpu_exe({"x": to_gpu(data)})[0]), data * 2)

@@ -18,6 +18,9 @@ A node becomes:
   global pooling), window (2-D pooling; grouped and depthwise convolution) kernel
   (``templates``); a 2-D convolution with one group as an im2col kernel (none for 1x1) and
   a strided-batched GEMM, plus a bias kernel;
+* for Dropout, a Philox kernel (``compiler/codegen/cuda/philox.py``) reading its seed and run
+  counter from 16 bytes of the arena, and one kernel at the end advancing the counter (in
+  predict mode, the identity kernel);
 * nothing, or a ``Copy``, for an op that only reinterprets its input's elements (Reshape,
   Flatten, expand_dims...: found by running the op once on the host over ``arange`` and
   seeing the elements come back in order): its value is its input's memory under another
@@ -57,6 +60,7 @@ from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_co
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
 from ...compiler.codegen.cuda.gemv import MAX_ROWS as MAX_GEMV_ROWS
 from ...compiler.codegen.cuda.gemv import GemvSpec, generate_gemv
+from ...compiler.codegen.cuda.philox import generate_advance, generate_dropout
 from ...compiler.codegen.cuda.reduce import ReduceSpec, generate_reduce
 from ...compiler.codegen.cuda.window import generate_conv, generate_im2col, generate_pool
 from ...compiler.passes.cuda_expr import substitute
@@ -65,7 +69,7 @@ from ...compiler.passes.rewrite import mutated_keys, readers
 from ...ops.rules import known
 from .gemm import GEMM_DTYPES, GEMM_SHAPES, row_major_gemm
 from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Program, Ref
-from .templates import GEMM_CONV_DTYPES, conv_spec, pool_spec, reduce_spec
+from .templates import GEMM_CONV_DTYPES, conv_spec, dropout_spec, pool_spec, reduce_spec
 
 __all__ = ["lower", "LoweringError", "WORKSPACE_BYTES", "MAX_FUSED_INPUTS"]
 
@@ -147,8 +151,9 @@ class _Lowering:
         self.readers = readers(self.graph)
         self.pending = {}  # reader node index -> (GEMM node index, GEMM parameters)
         self.col = self._col_region()
+        self.rng_state = None
         makers = (self._gemv, self._elementwise, self._gemm, self._copy, self._reduce,
-                  self._pool, self._conv)
+                  self._pool, self._conv, self._dropout)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable or constant_value(node) is not None:
                 continue
@@ -157,12 +162,16 @@ class _Lowering:
                     break
             else:
                 self._eager(i, node)
+        if self.rng_state is not None:  # every run draws fresh numbers: advance the counter
+            state = Buffer(Ref.arena(self.rng_state), "uint64", 2)
+            self._add(generate_advance(ident("k", len(self.graph.nodes), "advance")),
+                      (1, 1, 1), (32, 1, 1), [state], len(self.graph.nodes) - 1)
         outputs = [self.value(self.graph.key(e)) for e in self.graph.outputs]
         has_gemm = any(isinstance(s, Gemm) for s in self.steps)
         workspace = self._region(WORKSPACE_BYTES) if has_gemm else None
         bound = tuple(n.name for n in self.graph.variables if n.name not in self.staged)
         return Program(self.steps, self.kernels, self.offset, self.inputs, outputs, bound,
-                       self.constants, workspace)
+                       self.constants, workspace, self.rng_state)
 
     def _kernel(self, spec, i, kind):
         """The name of the kernel computing ``spec`` (one kernel per distinct spec)."""
@@ -361,6 +370,24 @@ class _Lowering:
                                   [(spec.out_shape, spec.dtype), ((o, 1, 1), spec.dtype)],
                                   [spec.dtype], "out0 = in0 + in1;")
             self._launch(epi, i, "bias", [args[0].ref], [args[0].ref, args[3].ref])
+        return True
+
+    def _dropout(self, i, node):
+        spec = dropout_spec(self.graph, i, self.is_train)
+        if spec is None:
+            return False
+        outs = [self.ref((i, 0)), self.ref((i, 1))]
+        ins = [self.ref(self.graph.key(node.inputs[0]))]
+        if isinstance(spec, ElementwiseSpec):  # inactive: the identity and a mask of ones
+            self._launch(spec, i, "ew", outs, ins)
+            return True
+        if self.rng_state is None:
+            self.rng_state = self._region(16)
+        kernel, grid, block = self._cached(spec, lambda: _with_config(
+            generate_dropout(spec, ident("k", i, "drop"))))
+        args = [Buffer(r, spec.dtype, spec.size) for r in (*outs, *ins)]
+        args.append(Buffer(Ref.arena(self.rng_state), "uint64", 2))
+        self._add(kernel, grid, block, args, i)
         return True
 
     def _col_region(self):

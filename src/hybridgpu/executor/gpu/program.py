@@ -179,6 +179,7 @@ class Program:
     bound: tuple = ()
     constants: dict = field(default_factory=dict)
     workspace: int | None = None  # arena offset of the cuBLAS workspace (WORKSPACE_BYTES)
+    rng_state: int | None = None  # arena offset of the Philox (seed, run) pair, 2 x uint64
 
     @property
     def source(self):

@@ -53,7 +53,7 @@ from ...compiler.codegen.cuda import numbered
 from ...compiler.passes import plan_memory
 from ...compiler.pipeline import Executable
 from .lower import kernel_file_name, lower
-from .program import ALIGNED, Buffer, Copy, Gemm, Launch
+from .program import ALIGNED, Buffer, Copy, Gemm, Launch, Ref
 
 __all__ = ["GpuExecutable", "build_gpu_executable"]
 
@@ -141,12 +141,15 @@ class _State:
         self.bound_key = None     # pointers of the bound inputs the graphs were captured with
         self.ext = {}
         self.ready, self.done = xp.cuda.Event(), xp.cuda.Event()  # reused: calls are serial
+        self.seeded = False
 
     # -- one call -----------------------------------------------------------------------
     def call(self, inputs, rng):
         xp, stream = self.xp, self.stream
         self.ext = self._externals(inputs)
         caller = xp.cuda.get_current_stream()
+        if self.program.rng_state is not None and not self.seeded:
+            self._seed(rng)
         self.ready.record(caller)
         with stream:
             stream.wait_event(self.ready)
@@ -159,6 +162,16 @@ class _State:
             self.done.record(stream)
         caller.wait_event(self.done)
         return outs
+
+    def _seed(self, rng):
+        """Write the Philox seed (drawn from the call's generator, so ``mx.random.seed``
+        makes dropout masks repeat) and a zero run counter into the arena (once)."""
+        rng = rng if rng is not None else self.xp.random
+        words = self.xp.asnumpy(rng.randint(0, 2 ** 31 - 1, size=(2,))).astype(np.uint64)
+        seed = int(words[0]) << 31 | int(words[1])
+        state = self.view(Ref.arena(self.program.rng_state), (2,), "uint64")
+        state[...] = self.xp.asarray(np.array([seed, 0], dtype=np.uint64))
+        self.seeded = True
 
     def _externals(self, inputs):
         ext = dict(self.constants)

@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 
 from ...compiler.codegen.cuda.ctype import FLOATS
+from ...compiler.codegen.cuda.elementwise import ElementwiseSpec
+from ...compiler.codegen.cuda.philox import DropoutSpec
 from ...compiler.codegen.cuda.reduce import KINDS, ReduceSpec
 from ...compiler.codegen.cuda.window import ConvSpec, PoolSpec
 from ...ops.reduce import reduction_axes
 from ...ops.rules import known, normalize_axis
 
-__all__ = ["reduce_spec", "pool_spec", "conv_spec", "GEMM_CONV_DTYPES"]
+__all__ = ["reduce_spec", "pool_spec", "conv_spec", "dropout_spec", "GEMM_CONV_DTYPES"]
 
 #: Row-wise ops: op name -> (kind, sign of the input).
 _ROWS = {"softmax": ("softmax", 1.0), "log_softmax": ("log_softmax", 1.0),
@@ -125,3 +127,22 @@ def conv_spec(graph, i):
     bias = not attrs["no_bias"] and len(keys) == 3
     return ConvSpec(tuple(shapes[0]), tuple(out), kernel, stride, pad, dilate,
                     attrs["num_group"], bias, next(iter(dtypes)))
+
+
+def dropout_spec(graph, i, is_train):
+    """For a Dropout node: an ElementwiseSpec (inactive: the data and a mask of ones), a
+    DropoutSpec (active, one mask value an element), or None (shared ``axes``)."""
+    node = graph.nodes[i]
+    if node.op.name != "Dropout" or node.num_outputs != 2:
+        return None
+    key = graph.key(node.inputs[0])
+    shape, dtype = graph.shapes.get(key), str(graph.dtypes.get(key))
+    if not known(shape) or dtype not in FLOATS:
+        return None
+    attrs = node.attrs
+    if not (is_train or attrs["mode"] == "always") or attrs["p"] == 0.0:
+        return ElementwiseSpec(shape, dtype, [(shape, dtype)], [dtype, dtype],
+                               "out0 = in0;\nout1 = (T)1;")
+    if attrs["axes"] or not 0.0 <= attrs["p"] <= 1.0:
+        return None
+    return DropoutSpec(math.prod(shape), dtype, float(attrs["p"]), i)

@@ -16,7 +16,8 @@ __all__ = ["STORAGE", "COMPUTE", "FLOATS", "load", "store", "supported"]
 
 #: C type of an element in memory, by dtype name.
 STORAGE = {"float16": "__half", "float32": "float", "float64": "double", "int8": "signed char",
-           "uint8": "unsigned char", "int32": "int", "int64": "long long"}
+           "uint8": "unsigned char", "int32": "int", "int64": "long long",
+           "uint64": "unsigned long long"}
 
 #: C type the arithmetic runs in.
 COMPUTE = {**STORAGE, "float16": "float"}
