@@ -1,4 +1,8 @@
-"""Shared fixtures: ``gpu_available`` skips a test cleanly without CuPy or a CUDA device."""
+"""Shared fixtures: ``gpu_available`` skips a test cleanly without CuPy or a CUDA device.
+
+gpu-marked tests run on a real GPU, or on the virtual GPU when ``HYBRIDGPU_VIRTUAL_GPU=N`` is
+set (CI's second pass: ``HYBRIDGPU_VIRTUAL_GPU=2 python -m pytest -q -m gpu``).
+"""
 
 from __future__ import annotations
 
@@ -19,14 +23,14 @@ def _has_gpu():
 @pytest.fixture
 def gpu_available():
     if not _has_gpu():
-        pytest.skip("needs CuPy and a CUDA device")
+        pytest.skip("needs CuPy and a CUDA device (or HYBRIDGPU_VIRTUAL_GPU=N)")
     return mx.gpu(0)
 
 
 def pytest_collection_modifyitems(config, items):
     if _has_gpu():
         return
-    skip = pytest.mark.skip(reason="needs CuPy and a CUDA device")
+    skip = pytest.mark.skip(reason="needs CuPy and a CUDA device (or HYBRIDGPU_VIRTUAL_GPU=N)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

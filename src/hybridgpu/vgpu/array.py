@@ -313,20 +313,26 @@ def _method(name, syncs=False):
     return method
 
 
-_ARITHMETIC = ("add sub mul truediv floordiv mod pow matmul and or xor lshift rshift").split()
+
+
+def _words(text):
+    return text.split()
+
+
+_ARITHMETIC = _words("add sub mul truediv floordiv mod pow matmul and or xor lshift rshift")
 for _n in _ARITHMETIC:
     setattr(ndarray, f"__{_n}__", _operator(f"__{_n}__"))
     setattr(ndarray, f"__r{_n}__", _operator(f"__r{_n}__"))
     setattr(ndarray, f"__i{_n}__", _operator(f"__i{_n}__", in_place=True))
-for _n in "lt le eq ne gt ge neg pos abs invert divmod rdivmod".split():
+for _n in _words("lt le eq ne gt ge neg pos abs invert divmod rdivmod"):
     setattr(ndarray, f"__{_n}__", _operator(f"__{_n}__"))
 ndarray.__hash__ = None
 
 # cupy.ndarray's methods (checked against CuPy by tests/test_vgpu_names.py)
-_METHODS = ("all any argmax argmin argpartition argsort astype choose clip conj conjugate "
+_METHODS = _words("all any argmax argmin argpartition argsort astype choose clip conj conjugate "
             "copy cumprod cumsum diagonal dot fill flatten max mean min partition prod put "
             "ravel repeat reshape round sort squeeze std sum swapaxes take trace transpose "
-            "var view ptp").split()
+            "var view ptp")
 _SYNCING_METHODS = ("nonzero", "compress")
 for _n in _METHODS:
     setattr(ndarray, _n, _method(_n))

@@ -96,6 +96,15 @@ def _translation_unit(source, names):
     return f"#line 1 \"kernel.cu\"\n{body}\n{exports}"
 
 
+def _run(command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise KernelCompileError(f"the virtual GPU compiles kernels with a C++ compiler, and "
+                                 f"{command[0]!r} is not installed (install g++, or set CXX)"
+                                 ) from None
+
+
 def _shim_key():
     with open(SHIM, "rb") as f:
         return hashlib.sha256(f.read() + " ".join([CXX, *FLAGS]).encode()).hexdigest()[:16]
@@ -110,9 +119,8 @@ def _precompiled_shim(folder):
         try:
             shutil.copy(SHIM, os.path.join(tmp, "shim.h"))
             flags = [f for f in FLAGS if f != "-shared"]
-            done = subprocess.run([CXX, *flags, "-x", "c++-header", os.path.join(tmp, "shim.h"),
-                                   "-o", os.path.join(tmp, "shim.h.gch")],
-                                  capture_output=True, text=True)
+            done = _run([CXX, *flags, "-x", "c++-header", os.path.join(tmp, "shim.h"), "-o",
+                         os.path.join(tmp, "shim.h.gch")])
             if done.returncode == 0:
                 os.replace(os.path.join(tmp, "shim.h.gch"), header + ".gch")
             os.replace(os.path.join(tmp, "shim.h"), header)
@@ -149,8 +157,7 @@ def _compile(source, path, folder):
         f.write(_translation_unit(source, names))
     tmp = path + f".{os.getpid()}.tmp"
     try:
-        done = subprocess.run([CXX, *FLAGS, "-include", shim, "-I", INCLUDE, "-x", "c++", cu,
-                               "-o", tmp], capture_output=True, text=True)
+        done = _run([CXX, *FLAGS, "-include", shim, "-I", INCLUDE, "-x", "c++", cu, "-o", tmp])
         if done.returncode != 0:
             raise KernelCompileError(f"g++ could not compile the kernel source (through the "
                                      f"virtual GPU's cuda_shim.h):\n{done.stderr.strip()}\n\n"

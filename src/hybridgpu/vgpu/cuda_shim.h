@@ -18,6 +18,9 @@
 #include <type_traits>
 #include <utility>
 #include <ucontext.h>
+// NVRTC has no INFINITY/NAN (no C headers): g++ must reject them too.
+#undef INFINITY
+#undef NAN
 
 #define __global__
 #define __device__
@@ -183,25 +186,85 @@ SHIM_ATOMIC(atomicMin, unsigned long long, v < old ? v : old)
 namespace shim {
 // Fibers: one per thread of the block; a barrier hands control back to the scheduler, which
 // runs every live fiber up to its next barrier (or its end) before starting the next round.
-struct Fiber { ucontext_t ctx; uint3 tid; bool done; char* stack; };
+// On x86-64 a fiber switch saves the callee-saved registers and swaps stacks (a few ns);
+// elsewhere it is ucontext's swapcontext (which also saves the signal mask: a system call).
+struct Fiber {
+  void* sp; uint3 tid; bool done; unsigned exchanges; char* stack;
+#if !defined(__x86_64__)
+  ucontext_t ctx;
+#endif
+};
 constexpr size_t kStack = 1 << 17;
-inline thread_local ucontext_t scheduler;
 inline thread_local Fiber* current = nullptr;
 inline thread_local Fiber* fibers = nullptr;
 inline thread_local unsigned fiber_count = 0;
 inline thread_local void (*body)(void*);
 inline thread_local void* body_arg;
 inline unsigned lane_index() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+#if defined(__x86_64__)
+extern "C" void vgpu_shim_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .type vgpu_shim_switch, @function
+vgpu_shim_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size vgpu_shim_switch, .-vgpu_shim_switch
+)");
+inline thread_local void* scheduler_sp = nullptr;
+[[noreturn]] inline void fiber_main() {
+  body(body_arg);
+  current->done = true;
+  vgpu_shim_switch(&current->sp, scheduler_sp);
+  __builtin_unreachable();
+}
+inline void fiber_init(Fiber& x) {
+  uintptr_t top = ((uintptr_t)(x.stack + kStack)) & ~(uintptr_t)15;
+  void** sp = (void**)top;
+  *--sp = nullptr;                              // fiber_main's (unused) return address
+  *--sp = (void*)&fiber_main;                   // where the first switch "returns" to
+  for (int r = 0; r < 6; ++r) *--sp = nullptr;  // rbp rbx r12-r15
+  x.sp = sp;
+}
+inline void to_scheduler() { vgpu_shim_switch(&current->sp, scheduler_sp); }
+inline void to_fiber(Fiber& x) { vgpu_shim_switch(&scheduler_sp, x.sp); }
+#else
+inline thread_local ucontext_t scheduler;
 inline void fiber_entry() { body(body_arg); current->done = true; }
+inline void fiber_init(Fiber& x) {
+  getcontext(&x.ctx);
+  x.ctx.uc_stack.ss_sp = x.stack; x.ctx.uc_stack.ss_size = kStack; x.ctx.uc_link = &scheduler;
+  makecontext(&x.ctx, fiber_entry, 0);
+}
+inline void to_scheduler() { swapcontext(&current->ctx, &scheduler); }
+inline void to_fiber(Fiber& x) { swapcontext(&scheduler, &x.ctx); }
+#endif
 inline void barrier() {
-  if (current) { swapcontext(&current->ctx, &scheduler); return; }
+  if (current) { to_scheduler(); return; }
   if (blockDim.x * blockDim.y * blockDim.z > 1) fail(3, nullptr, "barrier outside fiber mode");
 }
+// A shuffle: write own slot, barrier, read the source lane's slot. Two slot sets used in turn,
+// so one barrier a shuffle suffices (a set is rewritten only after every lane has read it).
 template <class T> T exchange(T v, unsigned src) {
-  static thread_local T slots[1024];
-  slots[lane_index()] = v; barrier();
-  T r = slots[src]; barrier();
-  return r;
+  static thread_local T slots[2][1024];
+  unsigned set = current ? current->exchanges++ & 1u : 0u;
+  slots[set][lane_index()] = v;
+  barrier();
+  return slots[set][src];
 }
 inline uint3 thread_of(unsigned t) {
   return uint3{t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
@@ -223,10 +286,8 @@ template <class F> void run_block(F& f, bool use_fibers) {
   body_arg = &f;
   for (unsigned t = 0; t < n; ++t) {
     Fiber& x = fibers[t];
-    x.tid = thread_of(t); x.done = false;
-    getcontext(&x.ctx);
-    x.ctx.uc_stack.ss_sp = x.stack; x.ctx.uc_stack.ss_size = kStack; x.ctx.uc_link = &scheduler;
-    makecontext(&x.ctx, fiber_entry, 0);
+    x.tid = thread_of(t); x.done = false; x.exchanges = 0;
+    fiber_init(x);
   }
   for (bool live = true; live;) {
     live = false;
@@ -234,7 +295,7 @@ template <class F> void run_block(F& f, bool use_fibers) {
       Fiber& x = fibers[t];
       if (x.done) continue;
       current = &x; threadIdx = x.tid;
-      swapcontext(&scheduler, &x.ctx);
+      to_fiber(x);
       live |= !x.done;
     }
   }
@@ -248,11 +309,13 @@ inline void on_fault(int sig, siginfo_t* info, void*) {
   fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
 }
 // cfg: grid x y z, block x y z, fibers, dynamic shared bytes. Returns 0, or 1 with *rep filled.
+// The fault handlers are installed for the launch and restored after it; the virtual GPU runs
+// one launch at a time in the process, so installs and restores nest.
 template <class... A, size_t... I>
 int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std::index_sequence<I...>) {
   static thread_local char alt_stack[1 << 16];
-  stack_t ss{}; ss.ss_sp = alt_stack; ss.ss_size = sizeof alt_stack;
-  sigaltstack(&ss, nullptr);
+  stack_t ss{}, saved_ss{}; ss.ss_sp = alt_stack; ss.ss_size = sizeof alt_stack;
+  sigaltstack(&ss, &saved_ss);
   struct sigaction sa{}; sa.sa_sigaction = on_fault; sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &saved_segv); sigaction(SIGBUS, &sa, &saved_bus);
@@ -270,6 +333,7 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
   }
   in_launch = false; current = nullptr;
   sigaction(SIGSEGV, &saved_segv, nullptr); sigaction(SIGBUS, &saved_bus, nullptr);
+  sigaltstack(&saved_ss, nullptr);
   free(shared);
   return rep->code;
 }

@@ -1,8 +1,9 @@
 """Virtual devices: ``Device(i)``, the current device of each thread, and the capture state.
 
-A capture in progress forbids, on every thread, what CUDA's global capture mode forbids
-(allocations, host syncs, host<->device copies): ``check_not_capturing(what)`` raises
-``CaptureError`` naming the step and the capturing stream.
+A capture in progress forbids, on the thread that captures, allocations, host syncs and
+host<->device copies: ``check_not_capturing(what)`` raises ``CaptureError`` naming the step and
+the capturing stream. Other threads go on (CuPy captures in CUDA's relaxed mode); a device-wide
+synchronize fails on every thread (``check_no_capture_anywhere``).
 
 Example:
     >>> from hybridgpu.vgpu import devices
@@ -21,11 +22,11 @@ import threading
 from .errors import CaptureError
 
 __all__ = ["Device", "configure", "count", "current_id", "check_not_capturing",
-           "capturing_streams"]
+           "check_no_capture_anywhere", "capturing_streams"]
 
 _state = {"count": 1}
 _local = threading.local()
-_capturing: set = set()  # streams that are capturing now (any thread)
+_capturing: dict = {}  # stream -> id of the thread capturing on it
 #: bytes of memory each virtual device offers (what memGetInfo reports as total)
 TOTAL_MEMORY = 16 << 30
 
@@ -84,7 +85,7 @@ class Device:
 
     def synchronize(self):
         """Wait for the device: work runs when launched here, so only the capture check."""
-        check_not_capturing("Device.synchronize()")
+        check_no_capture_anywhere("Device.synchronize()")
 
     def __enter__(self):
         _stack().append(self.id)
@@ -104,22 +105,35 @@ class Device:
 
 
 def capturing_streams():
-    """The streams capturing now (a snapshot)."""
+    """The streams capturing now, on any thread (a snapshot)."""
     return set(_capturing)
 
 
 def begin_capture(stream):
-    _capturing.add(stream)
+    _capturing[stream] = threading.get_ident()
 
 
 def end_capture(stream):
-    _capturing.discard(stream)
+    _capturing.pop(stream, None)
+
+
+def _raise(what, streams):
+    names = ", ".join(sorted(repr(s) for s in streams))
+    raise CaptureError(f"{what} is not allowed while a stream is capturing a CUDA graph "
+                       f"({names}): CUDA fails the capture "
+                       "(cudaErrorStreamCaptureUnsupported/Invalidated)")
 
 
 def check_not_capturing(what):
-    """Raise CaptureError if any stream is capturing: ``what`` is forbidden under capture."""
+    """Raise CaptureError if this thread is capturing: ``what`` is forbidden under capture."""
     if _capturing:
-        names = ", ".join(sorted(repr(s) for s in _capturing))
-        raise CaptureError(f"{what} is not allowed while a stream is capturing a CUDA graph "
-                           f"({names}): CUDA fails the capture "
-                           "(cudaErrorStreamCaptureUnsupported/Invalidated)")
+        me = threading.get_ident()
+        mine = [s for s, thread in list(_capturing.items()) if thread == me]
+        if mine:
+            _raise(what, mine)
+
+
+def check_no_capture_anywhere(what):
+    """Raise CaptureError if any thread is capturing (device-wide synchronisation)."""
+    if _capturing:
+        _raise(what, list(_capturing))

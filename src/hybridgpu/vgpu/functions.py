@@ -28,12 +28,13 @@ __all__ = ["FUNCTIONS", "LINALG", "device_function", "Ufunc", "asarray", "array"
            "empty", "empty_like", "RandomState", "SYNCING"]
 
 
-def _words(text):
+def words(text):
+    """The whitespace-separated words of ``text``, as a frozenset."""
     return frozenset(text.split())
 
 
 # cupy.<name> functions played by NumPy's (tests/test_vgpu_names.py checks each is in CuPy)
-FUNCTIONS = _words("""
+FUNCTIONS = words("""
 eye full full_like identity ones ones_like zeros zeros_like copy ascontiguousarray
 asfortranarray arange linspace logspace meshgrid diag diagflat tri tril triu copyto ravel
 reshape moveaxis rollaxis swapaxes transpose atleast_1d atleast_2d atleast_3d broadcast_arrays
@@ -49,7 +50,7 @@ quantile median ptp average mean std var nanmean nanstd nanvar bincount digitize
 array_equal shape ndim size isscalar cov corrcoef interp convolve
 """)
 # cupy ufuncs (each with reduce/accumulate/outer/at where NumPy has them)
-UFUNCS = _words("""
+UFUNCS = words("""
 add subtract multiply divide true_divide floor_divide power remainder mod fmod negative
 positive absolute abs fabs sign reciprocal square sqrt cbrt exp exp2 expm1 log log2 log10
 log1p logaddexp logaddexp2 sin cos tan arcsin arccos arctan arctan2 hypot sinh cosh tanh
@@ -59,10 +60,10 @@ logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not invert le
 right_shift isfinite isinf isnan signbit copysign nextafter ldexp frexp modf divmod conj
 conjugate heaviside gcd lcm
 """)
-LINALG = _words("cholesky inv solve det slogdet norm qr svd eigh eigvalsh pinv matrix_power "
+LINALG = words("cholesky inv solve det slogdet norm qr svd eigh eigvalsh pinv matrix_power "
                 "matrix_rank lstsq tensorinv tensorsolve")
 # functions whose CuPy version reads device values on the host
-SYNCING = _words("bincount nonzero flatnonzero unique compress extract histogram percentile "
+SYNCING = words("bincount nonzero flatnonzero unique compress extract histogram percentile "
                  "quantile median")
 
 
@@ -178,7 +179,7 @@ def empty_like(a, dtype=None, order="K", subok=None, shape=None):
 class RandomState:
     """``cupy.random.RandomState`` played by NumPy's (the same stream for the same seed)."""
 
-    METHODS = _words("uniform normal randint permutation rand randn random_sample "
+    METHODS = words("uniform normal randint permutation rand randn random_sample "
                      "standard_normal choice shuffle lognormal exponential gamma beta binomial "
                      "poisson seed tomaxint standard_gamma standard_exponential")
 

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from .errors import LaunchError, MemoryFaultError
 
 __all__ = ["RawModule", "RawKernel", "MAX_SHARED_DEFAULT"]
 
+_one_launch_at_a_time = threading.Lock()  # the shim's fault handlers are process-wide
 MAX_SHARED_DEFAULT = 48 * 1024  # dynamic shared memory without opting in
 MAX_SHARED_OPTIN = 227 * 1024  # sm_90
 
@@ -144,7 +146,9 @@ class RawKernel:
         def run():
             _keep = (values, cfg, slots)  # noqa: F841  (alive while recorded in a graph)
             report = _Report()
-            if fn(cfg, slots, ctypes.byref(report)) != 0:
+            with _one_launch_at_a_time:
+                status = fn(cfg, slots, ctypes.byref(report))
+            if status != 0:
                 raise _fault(self.name, report)
 
         target = streams.get_current_stream() if stream is None else stream

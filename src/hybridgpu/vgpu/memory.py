@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import ctypes.util
+import gc
 import itertools
 import threading
 import weakref
@@ -56,6 +57,9 @@ def _map(nbytes):
     data_pages = -(-max(nbytes, 1) // PAGE)
     total = (data_pages + 2) * PAGE
     base = _libc.mmap(None, total, _PROT_NONE, _MAP_PRIVATE_ANON, -1, 0)
+    if base in (None, _MAP_FAILED):  # out of mappings: collect dead arrays once, then retry
+        gc.collect()
+        base = _libc.mmap(None, total, _PROT_NONE, _MAP_PRIVATE_ANON, -1, 0)
     if base in (None, _MAP_FAILED):
         raise OutOfMemoryError(f"out of memory allocating {nbytes} bytes (mmap failed, errno "
                                f"{ctypes.get_errno()})")
@@ -169,12 +173,12 @@ def is_live(serial_and_ptr):
 def describe(address):
     """Where ``address`` lies, in words: inside, or how far from, the nearest allocation."""
     mem = find(address)
-    if mem is not None:
+    if mem is not None and address < mem.ptr + mem.size:
         return f"{address - mem.ptr} bytes into {mem!r}"
     with _lock:
         i = bisect.bisect_right(_starts, address) - 1
         below = _by_start[_starts[i]]() if i >= 0 else None
-    if below is not None:
+    if below is not None and address >= below.ptr + below.size:
         past = address - (below.ptr + below.size)
         return f"not in any live allocation: {past} bytes past the end of {below!r}"
     return "not in any live allocation"

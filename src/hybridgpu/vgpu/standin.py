@@ -27,11 +27,12 @@ from .array import ndarray, wrap
 
 __all__ = ["build", "install_cupyx", "cupyx_modules"]
 
-_NUMPY_NAMES = ("pi e inf nan newaxis euler_gamma dtype finfo iinfo bool_ int8 int16 int32 "
-                "int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 complex128 "
-                "intp uintp byte short intc longlong ubyte ushort uintc ulonglong half single "
-                "double longdouble csingle cdouble generic number integer signedinteger "
-                "unsignedinteger floating complexfloating inexact character bool").split()
+_NUMPY_NAMES = functions.words(
+    "pi e inf nan newaxis euler_gamma dtype finfo iinfo bool_ int8 int16 int32 "
+    "int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 complex128 "
+    "intp uintp byte short intc longlong ubyte ushort uintc ulonglong half single "
+    "double csingle cdouble generic number integer signedinteger "
+    "unsignedinteger floating complexfloating inexact bool")
 
 
 def _module(name, doc=""):
@@ -56,7 +57,7 @@ def _runtime():
         return devices.TOTAL_MEMORY - used, devices.TOTAL_MEMORY
 
     def device_synchronize():
-        devices.check_not_capturing("cudaDeviceSynchronize (a host sync)")
+        devices.check_no_capture_anywhere("cudaDeviceSynchronize (a host sync)")
 
     def runtime_version():
         return 13000
@@ -108,8 +109,8 @@ def _random():
         return state[0]
 
     random.seed, random.get_random_state = seed, get_random_state
-    for name in ("uniform normal randint permutation rand randn random_sample standard_normal "
-                 "choice shuffle").split():
+    for name in functions.words("uniform normal randint permutation rand randn random_sample "
+                                "standard_normal choice shuffle"):
         setattr(random, name, (lambda n: lambda *a, **k: getattr(state[0], n)(*a, **k))(name))
     return random
 

@@ -4,9 +4,10 @@ Work submitted to a stream runs at once (the virtual device is synchronous), exc
 stream captures: then each step (kernel launch, device-to-device copy, cuBLAS call) is
 recorded into the graph that ``end_capture()`` returns, and ``graph.launch()`` replays the
 steps with their recorded arguments. A replay refuses a step whose pointers lie in memory
-freed since the capture (``FreedMemoryError`` naming the step). While any stream captures,
-allocations, host syncs and host<->device copies raise ``CaptureError``, and so does work on
-the legacy default stream (CUDA: cudaErrorStreamCaptureImplicit).
+freed since the capture (``FreedMemoryError`` naming the step). While a stream captures, the
+capturing thread's allocations, host syncs, host<->device copies and work on the legacy
+default stream raise ``CaptureError`` (other threads go on, as in CuPy's relaxed capture
+mode, except that nobody may synchronise the capturing stream or the device).
 
 Example:
     >>> s = Stream(non_blocking=True)
@@ -79,6 +80,9 @@ class Stream:
         return self
 
     def synchronize(self):
+        if self.is_capturing():
+            devices.check_no_capture_anywhere(f"{self!r}.synchronize() (a host sync of the "
+                                              "capturing stream)")
         devices.check_not_capturing(f"{self!r}.synchronize() (a host sync)")
 
     def record(self, event=None):
@@ -115,6 +119,10 @@ class Stream:
             self._graph_steps.append(step)
             return
         if self.ptr == 0 and devices.capturing_streams():
+            # the legacy stream synchronises with blocking streams: a capture on one fails;
+            # on the capturing thread, work meant for the graph landed on the wrong stream
+            if any(not s.non_blocking for s in devices.capturing_streams()):
+                devices.check_no_capture_anywhere(f"{step.what} on the legacy default stream")
             devices.check_not_capturing(f"{step.what} on the legacy default stream")
         step.run()
 
@@ -159,7 +167,7 @@ class Event:
     recorded."""
 
     def __init__(self, block=False, disable_timing=False, interprocess=False):
-        self.ptr, self.done = next(_handles), True
+        self.ptr = next(_handles)
 
     def record(self, stream=None):
         self.stream = get_current_stream() if stream is None else stream
@@ -167,7 +175,9 @@ class Event:
     def synchronize(self):
         devices.check_not_capturing("Event.synchronize() (a host sync)")
 
-    def query(self):
+    @property
+    def done(self):
+        """True: work runs when submitted, so a recorded event is always complete."""
         return True
 
 

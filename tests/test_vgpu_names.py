@@ -1,0 +1,86 @@
+"""Every CuPy name the virtual GPU's stand-in offers exists in the real CuPy (cupy-cuda13x
+imports on a machine without a GPU), so code that runs on the virtual GPU cannot use a name
+CuPy lacks. The real CuPy is imported in a subprocess, away from the stand-in's ``cupyx``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+from hybridgpu import vgpu
+from hybridgpu.vgpu import functions, standin
+
+try:
+    import importlib.util
+
+    HAS_CUPY = importlib.util.find_spec("cupy") is not None
+except ValueError:  # a stand-in module object in sys.modules has no spec
+    HAS_CUPY = False
+
+# the stand-in's own additions (not CuPy names)
+VIRTUAL_ONLY = {"is_virtual", "virtual_cublas_library"}
+
+CHECK = r"""
+import json, sys
+import cupy, cupyx, cupyx.scipy.special
+names = json.load(sys.stdin)
+roots = {"cupy": cupy, "cupyx": cupyx}
+missing = []
+for dotted in names:
+    head, *rest = dotted.split(".")
+    obj = roots[head]
+    for part in rest:
+        if not hasattr(obj, part):
+            missing.append(dotted)
+            break
+        obj = getattr(obj, part)
+print(json.dumps(missing))
+"""
+
+
+def _public(obj):
+    return [n for n in vars(obj) if not n.startswith("_")] if isinstance(obj, types.ModuleType) \
+        else [n for n in dir(obj) if not n.startswith("_")]
+
+
+def stand_in_names():
+    """Dotted names of everything the stand-in offers as CuPy (and cupyx)."""
+    xp = vgpu.module(1)
+    names = []
+
+    def walk(prefix, module):
+        for name in _public(module):
+            if name in VIRTUAL_ONLY:
+                continue
+            value = getattr(module, name)
+            names.append(f"{prefix}.{name}")
+            if isinstance(value, types.ModuleType) and not name.startswith("__"):
+                walk(f"{prefix}.{name}", value)
+
+    walk("cupy", xp)
+    names += [f"cupy.ndarray.{n}" for n in _public(xp.ndarray)]
+    names += [f"cupy.random.RandomState.{n}" for n in functions.RandomState.METHODS]
+    names += [f"cupy.cuda.Stream.{n}" for n in _public(xp.cuda.Stream) if n != "submit"]
+    names += [f"cupy.cuda.Graph.{n}" for n in _public(xp.cuda.Graph) if n != "steps"]
+    names += [f"cupy.cuda.Event.{n}" for n in _public(xp.cuda.Event)]
+    names += [f"cupy.cuda.Device.{n}" for n in _public(xp.cuda.Device)]
+    names += [f"cupy.RawModule.{n}" for n in ("get_function",)]
+    modules = standin.cupyx_modules()
+    names += [f"cupyx.{n}" for n in _public(modules["cupyx"]) if n not in ("scipy", "is_virtual")]
+    names += [f"cupyx.scipy.special.{n}" for n in _public(modules["cupyx.scipy.special"])]
+    return sorted(set(names))
+
+
+@pytest.mark.skipif(not HAS_CUPY, reason="needs cupy-cuda13x installed (imports without a GPU)")
+def test_every_stand_in_name_exists_in_cupy():
+    names = stand_in_names()
+    assert len(names) > 300, "the walk found too few names to mean anything"
+    done = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(names),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    missing = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not missing, f"names the virtual GPU offers that CuPy lacks: {missing}"
