@@ -321,3 +321,19 @@ def test_dropout_in_predict_mode_is_the_identity_kernel():
     assert all(isinstance(s, Launch) for s in gpu_exe.program.steps)
     data = np.arange(16, dtype=np.float32).reshape(4, 4)
     np.testing.assert_array_equal(to_host(gpu_exe({"x": to_gpu(data)})[0]), data * 2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, y: mx.sym.transpose(x, axes=(1, 0, 2)),
+    lambda x, y: mx.sym.Concat(x, y * 2, dim=2),
+    lambda x, y: mx.sym.SliceChannel(x, num_outputs=3, axis=1)[1] + 1,
+    lambda x, y: mx.sym.slice_axis(mx.sym.flip(x, axis=2), axis=2, begin=1, end=3),
+    lambda x, y: mx.sym.tile(y, reps=(1, 2, 1)),
+])
+def test_element_movements_are_gather_kernels(make):
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    out = make(x, y)
+    shapes = {"x": (2, 3, 4)}
+    if "y" in out.list_arguments():
+        shapes["y"] = (2, 3, 2)
+    check_against_cpu(out, shapes, ["Launch"])

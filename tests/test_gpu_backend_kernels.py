@@ -195,10 +195,34 @@ def test_reshapes_become_copies():
     assert isinstance(copy, Copy) and copy.nbytes == 2 * 12 * 4
 
 
-def test_transposes_are_not_copies():
+def test_transposes_are_gathers_not_copies():
     y = mx.sym.transpose(mx.sym.relu(mx.sym.var("data")))
     prog = program_of(optimized(y, {"data": (2, 3)}))
-    assert any(isinstance(s, Eager) and s.op.name == "transpose" for s in prog.steps)
+    gather = prog.steps[-1]
+    assert isinstance(gather, Launch) and gather.kernel.endswith("gather")
+    table = prog.constants[gather.args[1].ref.name]
+    assert table.dtype == np.int32 and table.tolist() == [0, 3, 1, 4, 2, 5]
+
+
+def test_gather_probes_find_movements_and_refuse_value_dependent_ops():
+    from hybridgpu import ops
+    from hybridgpu.compiler.codegen.cuda.gather import gather_tables
+
+    def tables(name, shapes, **attrs):
+        op = ops.get(name)
+        return gather_tables(op, op.parse_attrs(attrs, len(shapes)), shapes)
+
+    concat = tables("Concat", [(2, 2), (2, 1)], dim=1)
+    assert [t.tolist() for t in concat] == [[0, 1, 4, 2, 3, 5]]
+    split = tables("SliceChannel", [(4, 2)], num_outputs=2, axis=0)
+    assert [t.tolist() for t in split] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert tables("slice_axis", [(3, 4)], axis=1, begin=1, end=3)[0].tolist() == [
+        1, 2, 5, 6, 9, 10]
+    for name, shapes, attrs in [("sort", [(5,)], {}), ("where", [(4,), (4,), (4,)], {}),
+                                ("max", [(3, 4)], {"axis": 1}), ("cumsum", [(6,)], {}),
+                                ("topk", [(6,)], {"k": 2, "ret_typ": "value"})]:
+        if ops.exists(name):
+            assert tables(name, shapes, **attrs) is None, name
 
 
 def test_parameters_are_bound_and_data_staged():

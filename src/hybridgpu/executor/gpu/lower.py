@@ -18,6 +18,9 @@ A node becomes:
   global pooling), window (2-D pooling; grouped and depthwise convolution) kernel
   (``templates``); a 2-D convolution with one group as an im2col kernel (none for 1x1) and
   a strided-batched GEMM, plus a bias kernel;
+* for an op that only moves elements (transpose, slice, Concat, split, tile...: found by
+  probing its compute on the host, ``compiler/codegen/cuda/gather.py``), one gather kernel an
+  output with an index table the program holds;
 * for Dropout, a Philox kernel (``compiler/codegen/cuda/philox.py``) reading its seed and run
   counter from 16 bytes of the arena, and one kernel at the end advancing the counter (in
   predict mode, the identity kernel);
@@ -58,6 +61,7 @@ import numpy as np
 
 from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_config
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
+from ...compiler.codegen.cuda.gather import GatherSpec, gather_tables, generate_gather
 from ...compiler.codegen.cuda.gemv import MAX_ROWS as MAX_GEMV_ROWS
 from ...compiler.codegen.cuda.gemv import GemvSpec, generate_gemv
 from ...compiler.codegen.cuda.philox import generate_advance, generate_dropout
@@ -153,7 +157,7 @@ class _Lowering:
         self.col = self._col_region()
         self.rng_state = None
         makers = (self._gemv, self._elementwise, self._gemm, self._copy, self._reduce,
-                  self._pool, self._conv, self._dropout)
+                  self._pool, self._conv, self._dropout, self._gather)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable or constant_value(node) is not None:
                 continue
@@ -388,6 +392,38 @@ class _Lowering:
         args = [Buffer(r, spec.dtype, spec.size) for r in (*outs, *ins)]
         args.append(Buffer(Ref.arena(self.rng_state), "uint64", 2))
         self._add(kernel, grid, block, args, i)
+        return True
+
+    def _gather(self, i, node):
+        """An op that only moves elements: one gather kernel an output, with its index table
+        (found by probing the op on the host) held by the program as a constant."""
+        graph, op = self.graph, node.op
+        if (op.elementwise or op.random or op.mode_dependent or op.mutates_aux or op.creation
+                or op.needs_host_sync(node.attrs) or not node.inputs):
+            return False
+        keys = [graph.key(e) for e in node.inputs]
+        outs = [(i, k) for k in range(node.num_outputs)]
+        dtypes = {str(graph.dtypes.get(k)) for k in keys + outs}
+        shapes = [graph.shapes.get(k) for k in keys + outs]
+        if len(dtypes) != 1 or not supported(next(iter(dtypes))):
+            return False
+        if not all(known(s) for s in shapes):
+            return False
+        tables = gather_tables(op, node.attrs, shapes[:len(keys)])
+        if tables is None or len(tables) != len(outs):
+            return False
+        dtype = next(iter(dtypes))
+        in_sizes = tuple(math.prod(s) for s in shapes[:len(keys)])
+        for k, (key, table) in enumerate(zip(outs, tables)):
+            if table.size != math.prod(graph.shapes[key]):
+                return False
+            name = f"table{i}o{k}"
+            self.constants[name] = table.astype(np.int32)
+            spec = GatherSpec(int(table.size), dtype, in_sizes)
+            kernel, grid, block = self._cached(spec, lambda spec=spec: _with_config(
+                generate_gather(spec, ident("k", i, "gather"))))
+            args = [self._buffer(key), Buffer(Ref.ext(name), "int32", int(table.size))]
+            self._add(kernel, grid, block, args + [self._buffer(k_) for k_ in keys], i)
         return True
 
     def _col_region(self):

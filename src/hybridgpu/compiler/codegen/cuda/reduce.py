@@ -10,13 +10,15 @@ log_softmax`` (the output has the input's shape; ``scale`` multiplies the input 
 
 The kernel: block ``b`` takes rows ``b, b + gridDim.x, ...``; its threads stride over the
 row's ``R`` elements (index arithmetic with constants, contiguous runs of dimensions merged)
-accumulating in float (double for float64 data), then meet in a shared-memory tree. NaN
+accumulating sums and products in double (a reduction is memory-bound; NumPy's pairwise sums
+are accurate too, so the two agree closely) and softmax in float (double for float64 data),
+then meet in a shared-memory tree. NaN
 propagates through max and min as in NumPy. Arguments: ``(out pointer, in pointer)``.
 
 Example:
     >>> k, grid, block = generate_reduce(
     ...     ReduceSpec((2, 3, 4), (1, 2), "float32", "float32", "mean"), "k1")
-    >>> k.params, grid, block, "/ (float)12" in k.source
+    >>> k.params, grid, block, "/ (double)12" in k.source
     (('float*', 'const float*'), (2, 1, 1), (32, 1, 1), True)
 """
 
@@ -106,7 +108,8 @@ def _offset(var, extents, strides):
 
 def generate_reduce(spec, name):
     """``(Kernel, grid, block)`` computing ``spec``, called ``name``."""
-    acc = "double" if "float64" in (spec.in_dtype, spec.out_dtype) else "float"
+    sums = spec.kind not in ROW_KINDS and spec.kind not in ("max", "min")
+    acc = "double" if sums or "float64" in (spec.in_dtype, spec.out_dtype) else "float"
     rows, length, kept, red = _geometry(spec)
     threads = block_size(length)
     src = CudaSource()
