@@ -35,7 +35,7 @@ from .source import CudaSource
 __all__ = ["GatherSpec", "gather_tables", "generate_gather", "MAX_ELEMENTS"]
 
 #: Ops over more elements than this are not probed (the tables would be large).
-MAX_ELEMENTS = 1 << 22
+MAX_ELEMENTS = 1 << 20
 
 
 @dataclass(frozen=True)
