@@ -337,3 +337,28 @@ def test_element_movements_are_gather_kernels(make):
     if "y" in out.list_arguments():
         shapes["y"] = (2, 3, 2)
     check_against_cpu(out, shapes, ["Launch"])
+
+
+def test_two_threads_calling_one_net_get_their_own_results():
+    import threading
+
+    net = seed_mlp(mx.gpu(0))
+    net.hybridize()
+    inputs = [np.full((2, 20), v, np.float32) for v in (-1.0, 0.5, 1.5, 3.0)]
+    want = [net(mx.nd.array(x, ctx=mx.gpu(0))).asnumpy() for x in inputs]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                got = net(mx.nd.array(inputs[k], ctx=mx.gpu(0))).asnumpy()
+                np.testing.assert_allclose(got, want[k], rtol=1e-6)
+        except Exception as err:  # reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

@@ -59,6 +59,7 @@ import math
 
 import numpy as np
 
+from ...base import MXNetError
 from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_config
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
 from ...compiler.codegen.cuda.gather import GatherSpec, gather_tables, generate_gather
@@ -70,6 +71,7 @@ from ...compiler.codegen.cuda.window import generate_conv, generate_im2col, gene
 from ...compiler.passes.cuda_expr import substitute
 from ...compiler.passes.fold import constant_value
 from ...compiler.passes.rewrite import mutated_keys, readers
+from ...compiler.pipeline import debug_enabled
 from ...ops.rules import known
 from .gemm import GEMM_DTYPES, GEMM_SHAPES, row_major_gemm
 from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Program, Ref
@@ -83,6 +85,9 @@ WORKSPACE_BYTES = 4 << 20
 MAX_FUSED_INPUTS = 24
 #: A fused node with more members than this runs eagerly (code size, spills).
 MAX_FUSED_MEMBERS = 96
+
+
+_TEMPLATE_ERRORS = (MXNetError, ValueError, TypeError, KeyError, IndexError, ArithmeticError)
 
 
 class LoweringError(Exception):
@@ -162,7 +167,7 @@ class _Lowering:
             if node.is_variable or constant_value(node) is not None:
                 continue
             for make in makers:
-                if make(i, node):
+                if self._try(make, i, node):
                     break
             else:
                 self._eager(i, node)
@@ -176,6 +181,18 @@ class _Lowering:
         bound = tuple(n.name for n in self.graph.variables if n.name not in self.staged)
         return Program(self.steps, self.kernels, self.offset, self.inputs, outputs, bound,
                        self.constants, workspace, self.rng_state)
+
+    def _try(self, make, i, node):
+        """``make(i, node)``; a template that fails on this node (a case it does not cover)
+        leaves nothing behind and the next one is tried; with ``HYBRIDGPU_DEBUG`` it raises."""
+        steps, kernels = len(self.steps), len(self.kernels)
+        try:
+            return make(i, node)
+        except _TEMPLATE_ERRORS:
+            if debug_enabled():
+                raise
+            del self.steps[steps:], self.kernels[kernels:]
+            return False
 
     def _kernel(self, spec, i, kind):
         """The name of the kernel computing ``spec`` (one kernel per distinct spec)."""
@@ -243,7 +260,12 @@ class _Lowering:
         its epilogue: its bias, or the elementwise node that alone reads it and runs next.
         Deferred to that node (returns True with nothing emitted), or emitted by it."""
         if i in self.pending:
-            return self._emit_gemv(i, node, *self.pending.pop(i))
+            gemm, found = self.pending.pop(i)
+            if self._try(lambda j, n: self._emit_gemv(j, n, gemm, found), i, node):
+                return True
+            if not self._try(self._gemm, gemm, self.graph.nodes[gemm]):
+                self._eager(gemm, self.graph.nodes[gemm])
+            return False
         found = self._gemm_shape(i, node)
         if found is None:
             return False
