@@ -262,10 +262,11 @@ def test_convolution_matches_cpu(kernel, stride, pad, groups, channels):
     assert bool(gemms) == (groups == 1)
 
 
-def test_resnet_block_runs_as_one_captured_segment():
+@pytest.mark.parametrize("name", ["resnet18_v1", "mobilenet0.25"])
+def test_zoo_models_run_as_one_captured_segment_and_equal_cpu(name):
     from hybridgpu.gluon.model_zoo import vision
 
-    net = vision.resnet18_v1(classes=10)
+    net = vision.get_model(name, classes=10)
     net.initialize(mx.init.Xavier(), ctx=mx.cpu())
     data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
     want = net(mx.nd.array(data)).asnumpy()
