@@ -363,3 +363,24 @@ def test_two_threads_calling_one_net_get_their_own_results():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_arena_out_of_memory_names_the_block_and_the_size(monkeypatch):
+    net = seed_mlp(mx.gpu(0))
+    net.hybridize()
+    xp = mx.gpu(0).xp
+    real_empty = xp.empty
+
+    def refuse_big(shape, dtype=float, *args, **kwargs):
+        if np.dtype(dtype) == np.uint8:  # the arena: bytes
+            raise MemoryError("out of memory allocating the arena")
+        return real_empty(shape, dtype, *args, **kwargs)
+
+    monkeypatch.setattr(xp, "empty", refuse_big)
+    with pytest.raises(mx.base.MXNetError, match=r"HybridBlock 'hybridsequential\d+'.*"
+                                                 r"arena of \d+ bytes on gpu\(0\)"):
+        net(mx.nd.array(np.ones((1, 20), np.float32), ctx=mx.gpu(0)))
+    monkeypatch.undo()
+    exe = next(iter(net._traces.values())).executable
+    assert exe.arena_bytes == exe.program.arena_bytes > 0
+    assert net(mx.nd.array(np.ones((1, 20), np.float32), ctx=mx.gpu(0))).shape == (1, 2)

@@ -246,7 +246,7 @@ class HybridBlock(Block):
         for name, param in trace.params:
             values[name] = param.data(ctx)._data
         if trace.executable is None:
-            flags = {**self._flags, "data_inputs": tuple(trace.input_names)}
+            flags = {**self._flags, "data_inputs": tuple(trace.input_names), "block": self.name}
             trace.executable = compile_graph(trace.graph, ctx, key[3], flags)
         outs = trace.executable(values, rng=random_state.generator(ctx))
         return regroup([NDArray(o, ctx) for o in outs], trace.out_format)

@@ -71,6 +71,7 @@ class GpuExecutable(Executable):
         self.use_graphs = flags.get("cuda_graph", True) is not False
         self.static_output = bool(flags.get("static_output", False))
         self.tf32 = _tf32(flags)
+        self.block = flags.get("block")  # the HybridBlock's name, for error messages
         self._lock = threading.Lock()
         self._state = None
         self.captures = 0   # how many times the program was captured (tests read it)
@@ -129,8 +130,10 @@ class _State:
         try:
             self.arena = xp.empty((max(self.program.arena_bytes, 1),), dtype=np.uint8)
         except Exception as err:  # CuPy's OutOfMemoryError and its kin
-            raise MXNetError(f"gpu program: cannot allocate its arena of "
-                             f"{self.program.arena_bytes} bytes on {exe.ctx}: {err}") from None
+            owner = f" of HybridBlock {exe.block!r}" if exe.block else ""
+            raise MXNetError(f"gpu program{owner}: cannot allocate its arena of "
+                             f"{self.program.arena_bytes} bytes on {exe.ctx} (one arena per "
+                             f"input signature; see executable.arena_bytes): {err}") from None
         self.stream = xp.cuda.Stream(non_blocking=True)
         self.constants = {k: xp.asarray(v) for k, v in self.program.constants.items()}
         self.staged = set(self.program.inputs)
