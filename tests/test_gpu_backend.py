@@ -384,3 +384,12 @@ def test_arena_out_of_memory_names_the_block_and_the_size(monkeypatch):
     exe = next(iter(net._traces.values())).executable
     assert exe.arena_bytes == exe.program.arena_bytes > 0
     assert net(mx.nd.array(np.ones((1, 20), np.float32), ctx=mx.gpu(0))).shape == (1, 2)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layer_norm_matches_cpu(axis):
+    x, g, b = mx.sym.var("x"), mx.sym.var("g"), mx.sym.var("b")
+    out = mx.sym.LayerNorm(x * 2, g, b, axis=axis, eps=1e-5, output_mean_var=True)
+    size = (2, 5, 6)[axis]
+    check_against_cpu(out, {"x": (2, 5, 6), "g": (size,), "b": (size,)}, ["Launch"],
+                      rtol=1e-5, atol=1e-5)

@@ -267,6 +267,8 @@ def _graphs_for_nvrtc():
                                   mx.sym.max(x, axis=1), mx.sym.mean(x)]),
                     {"data": (6, 10)}, "float64"), False
     yield optimized(mx.sym.Dropout(x, p=0.3), {"data": (40,)}, is_train=True), True
+    yield optimized(mx.sym.LayerNorm(x, mx.sym.var("g"), mx.sym.var("b")),
+                    {"data": (4, 32), "g": (32,), "b": (32,)}, "float16"), False
     w = mx.sym.var("w")
     conv = mx.sym.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=4, no_bias=True)
     dw = mx.sym.Convolution(conv, mx.sym.var("w2"), kernel=(3, 3), num_group=4, num_filter=4,

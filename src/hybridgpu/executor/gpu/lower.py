@@ -352,7 +352,9 @@ class _Lowering:
     def _reduce_launch(self, spec, i, node):
         kernel, grid, block = self._cached(spec, lambda: generate_reduce(
             spec, ident("k", i, "red")))
-        args = [self._buffer((i, 0)), self._buffer(self.graph.key(node.inputs[0]))]
+        outs = range(3 if spec.kind == "layernorm" else 1)  # LayerNorm: data, mean, std
+        args = [self._buffer((i, k)) for k in outs]
+        args += [self._buffer(self.graph.key(e)) for e in node.inputs]
         self._add(kernel, grid, block, args, i)
         return True
 

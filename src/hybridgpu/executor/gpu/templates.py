@@ -35,11 +35,11 @@ _GLOBAL_POOL = {"avg": "mean", "max": "max", "sum": "sum"}
 GEMM_CONV_DTYPES = frozenset({"float32", "float64"})
 
 
-def _io(graph, i):
-    """``(in shape, in dtype, out shape, out dtype)`` of a one-input, one-output node, or
-    None when unknown or not float."""
+def _io(graph, i, several=False):
+    """``(in shape, in dtype, out shape, out dtype)`` of input 0 and output 0 of a node with
+    one output (or ``several``), or None when unknown or not float."""
     node = graph.nodes[i]
-    if node.num_outputs != 1 or not node.inputs:
+    if (node.num_outputs != 1 and not several) or not node.inputs:
         return None
     key = graph.key(node.inputs[0])
     shape, out = graph.shapes.get(key), graph.shapes.get((i, 0))
@@ -55,8 +55,8 @@ def reduce_spec(graph, i):
     """A ReduceSpec for a reduction (sum, mean, max...) or softmax-like node, or None."""
     node = graph.nodes[i]
     name, attrs = node.op.name, node.attrs
-    io = _io(graph, i)
-    if io is None or len(node.inputs) != 1:
+    io = _io(graph, i, name == "LayerNorm")
+    if io is None or len(node.inputs) != (3 if name == "LayerNorm" else 1):
         return None
     shape, dtype, out, out_dtype = io
     if name in KINDS:
@@ -64,6 +64,9 @@ def reduce_spec(graph, i):
         if math.prod(out) != math.prod(d for a, d in enumerate(shape) if a not in axes):
             return None
         return ReduceSpec(shape, tuple(axes), dtype, out_dtype, name)
+    if name == "LayerNorm" and shape:
+        axis = normalize_axis(attrs["axis"], len(shape), name)
+        return ReduceSpec(shape, (axis,), dtype, out_dtype, "layernorm", float(attrs["eps"]))
     if name in _ROWS and not attrs.get("use_length") and shape:
         kind, sign = _ROWS[name]
         axis = normalize_axis(attrs.get("axis", -1), len(shape), name)

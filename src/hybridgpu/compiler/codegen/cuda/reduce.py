@@ -46,7 +46,7 @@ KINDS = {
     "max": ("-INF", "((a > b || a != a) ? a : b)", "{x}"),
     "min": ("INF", "((a < b || a != a) ? a : b)", "{x}"),
 }
-ROW_KINDS = ("softmax", "log_softmax")
+ROW_KINDS = ("softmax", "log_softmax", "layernorm")
 MAX_GRID = 4096
 
 
@@ -108,31 +108,37 @@ def _offset(var, extents, strides):
 
 def generate_reduce(spec, name):
     """``(Kernel, grid, block)`` computing ``spec``, called ``name``."""
-    sums = spec.kind not in ROW_KINDS and spec.kind not in ("max", "min")
+    sums = spec.kind not in ("softmax", "log_softmax", "max", "min")
     acc = "double" if sums or "float64" in (spec.in_dtype, spec.out_dtype) else "float"
     rows, length, kept, red = _geometry(spec)
     threads = block_size(length)
     src = CudaSource()
+    t_out, t_in = STORAGE[spec.out_dtype], STORAGE[spec.in_dtype]
+    params = [f"{t_out}* __restrict__ o0", f"const {t_in}* __restrict__ i0"]
+    if spec.kind == "layernorm":  # outputs: data, mean, std; inputs: data, gamma, beta
+        params[1:1] = [f"{t_out}* __restrict__ o1", f"{t_out}* __restrict__ o2"]
+        params += [f"const {t_in}* __restrict__ gamma", f"const {t_in}* __restrict__ beta"]
     head = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
-            f"{STORAGE[spec.out_dtype]}* __restrict__ o0, "
-            f"const {STORAGE[spec.in_dtype]}* __restrict__ i0)")
+            f"{', '.join(params)})")
     with src.block(head):
         src.line(f"__shared__ {acc} buf[{threads}];")
         with src.block(f"for (long long row = blockIdx.x; row < {rows}; row += gridDim.x)"):
             src.line(f"const long long base = {_offset('row', *kept)};")
-            if spec.kind in ROW_KINDS:
+            if spec.kind == "layernorm":
+                _layer_norm_body(src, spec, acc, length, red)
+            elif spec.kind in ROW_KINDS:
                 _row_body(src, spec, acc, length, red)
             else:
                 _reduce_body(src, spec, acc, length, red)
     grid = min(rows, MAX_GRID)
-    params = (f"{STORAGE[spec.out_dtype]}*", f"const {STORAGE[spec.in_dtype]}*")
-    return Kernel(name, src.text(), params, grid * threads, False), (grid, 1, 1), (threads, 1, 1)
+    kinds = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
+    return Kernel(name, src.text(), kinds, grid * threads, False), (grid, 1, 1), (threads, 1, 1)
 
 
 def _value(spec, acc, var="r"):
     """C expression of element ``var`` of the row, loaded as ``acc`` (scaled for rows)."""
     value = load(spec.in_dtype, f"i0[base + {var}_off]", acc)
-    if spec.kind in ROW_KINDS and spec.scale != 1.0:
+    if spec.kind in ("softmax", "log_softmax") and spec.scale != 1.0:
         value = f"{value} * ({acc})({spec.scale!r})"
     return value
 
@@ -191,3 +197,24 @@ def _row_body(src, spec, acc, length, red):
         out = f"exp({_value(spec, acc)} - top) / total"
     _loop(src, length, red, lambda: src.line(
         f"o0[base + r_off] = {store(spec.out_dtype, f'({acc})({out})')};"))
+
+
+def _layer_norm_body(src, spec, acc, length, red):
+    """LayerNorm of a row (``scale`` is eps): mean, then the mean of squared deviations,
+    ``std = sqrt(var + eps)``, ``out = (x - mean) / std * gamma + beta``; mean and std are
+    stored at the row's index."""
+    src.line(f"{acc} v = ({acc})0;")
+    _loop(src, length, red, lambda: src.line(f"v += {_value(spec, acc)};"))
+    _tree(src, acc, "a + b", "total")
+    src.line(f"const {acc} mean = total / ({acc}){length};")
+    src.line(f"v = ({acc})0;")
+    _loop(src, length, red, lambda: src.line(
+        f"{{ const {acc} d = {_value(spec, acc)} - mean; v += d * d; }}"))
+    _tree(src, acc, "a + b", "squares")
+    src.line(f"const {acc} sd = sqrt(squares / ({acc}){length} + ({acc})({spec.scale!r}));")
+    with src.block("if (threadIdx.x == 0)"):
+        src.line(f"o1[row] = {store(spec.out_dtype, f'({acc})mean')};")
+        src.line(f"o2[row] = {store(spec.out_dtype, f'({acc})sd')};")
+    g, b = (load(spec.in_dtype, f"{n}[r]", acc) for n in ("gamma", "beta"))
+    value = f"({acc})(({_value(spec, acc)} - mean) / sd * {g} + {b})"
+    _loop(src, length, red, lambda: src.line(f"o0[base + r_off] = {store(spec.out_dtype, value)};"))
