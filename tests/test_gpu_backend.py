@@ -393,3 +393,104 @@ def test_layer_norm_matches_cpu(axis):
     size = (2, 5, 6)[axis]
     check_against_cpu(out, {"x": (2, 5, 6), "g": (size,), "b": (size,)}, ["Launch"],
                       rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fix_gamma", [False, True])
+def test_batch_norm_training_updates_moving_statistics_once_per_call(fix_gamma):
+    names = ("x", "gamma", "beta", "mm", "mv")
+    x, gamma, beta, mm, mv = (mx.sym.var(n) for n in names)
+    out = mx.sym.BatchNorm(x * 2, gamma, beta, mm, mv, fix_gamma=fix_gamma, eps=1e-5,
+                           momentum=0.8, output_mean_var=True)
+    g = Graph(out._outputs)
+    shapes = {"x": (4, 3, 5, 5), "gamma": (3,), "beta": (3,), "mm": (3,), "mv": (3,)}
+    infer_types(g, dict.fromkeys(shapes, "float32"))
+    infer_shapes(g, shapes)
+    cpu_exe = compile_graph(g, mx.cpu(), True)
+    gpu_exe = compile_graph(g, mx.gpu(0), True, {"data_inputs": ("x",)})
+    assert [k for k, _ in gpu_exe.program.segments()] == ["graph"]
+    rng = np.random.default_rng(2)
+    host = {n: rng.uniform(0.5, 1.5, s).astype(np.float32) for n, s in shapes.items()}
+    dev = {n: to_gpu(a) for n, a in host.items()}
+    for _ in range(3):  # eager run, then replays: each call updates mm and mv once
+        data = rng.standard_normal(shapes["x"]).astype(np.float32)
+        host["x"], dev["x"] = data, to_gpu(data)
+        want, got = cpu_exe(host), gpu_exe(dev)
+        for w, o in zip(want, got):
+            np.testing.assert_allclose(to_host(o), w, rtol=2e-5, atol=2e-6)
+        for n in ("mm", "mv"):
+            np.testing.assert_allclose(to_host(dev[n]), host[n], rtol=2e-6)
+    assert gpu_exe.captures == 1
+
+
+def test_hybridized_training_step_on_gpu_matches_cpu():
+    from hybridgpu import autograd, gluon
+    from hybridgpu.gluon.model_zoo import vision
+
+    data = np.random.default_rng(4).uniform(-1, 1, (4, 3, 64, 64)).astype(np.float32)
+    label = np.array([1, 3, 0, 2], np.float32)
+    results = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        mx.random.seed(0)
+        net = vision.resnet18_v1(classes=4)
+        net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+        net.collect_params().reset_ctx(ctx)
+        net.hybridize()
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        x, y = mx.nd.array(data, ctx=ctx), mx.nd.array(label, ctx=ctx)
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        grads = [p.grad(ctx).asnumpy() for p in net.collect_params().values()
+                 if p.grad_req != "null"]
+        stats = [p.data(ctx).asnumpy() for p in net.collect_params().values()
+                 if p.grad_req == "null"]
+        results.append((loss.asnumpy(), grads, stats))
+    (l0, g0, s0), (l1, g1, s1) = results
+    np.testing.assert_allclose(l1, l0, rtol=1e-4)
+    for a, b in zip(g0 + s0, g1 + s1):
+        np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * np.abs(a).max())
+
+
+@pytest.mark.parametrize("kernel,stride,pad,adj", [((3, 3), (1, 1), (1, 1), (0, 0)),
+                                                   ((3, 3), (2, 2), (1, 1), (1, 1)),
+                                                   ((2, 2), (2, 2), (0, 0), (0, 0))])
+def test_deconvolution_and_weight_gradient_match_cpu(kernel, stride, pad, adj):
+    x, w, b = mx.sym.var("x"), mx.sym.var("w"), mx.sym.var("b")
+    deconv = mx.sym.Deconvolution(x, w, b, kernel=kernel, stride=stride, pad=pad, adj=adj,
+                                  num_filter=3, no_bias=False)
+    check_against_cpu(deconv, {"x": (2, 4, 5, 5), "w": (4, 3, *kernel), "b": (3,)},
+                      ["Gemm", "Launch"], rtol=1e-4, atol=1e-5)
+    g = mx.sym.var("g")
+    conv_out = tuple((5 + 2 * p - k) // s + 1 for k, s, p in zip(kernel, stride, pad))
+    wgrad = mx.sym._backward_Convolution_weight(g, x, kernel=kernel, stride=stride, pad=pad,
+                                                num_filter=3)
+    check_against_cpu(wgrad, {"g": (2, 3, *conv_out), "x": (2, 4, 5, 5)}, ["Gemm", "Launch"],
+                      rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max"},
+    {"kernel": (2, 2), "stride": (1, 1), "pool_type": "max"},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg",
+     "count_include_pad": False},
+    {"kernel": (2, 2), "stride": (2, 2), "pool_type": "sum", "pooling_convention": "full"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "sum"},
+])
+def test_pooling_backward_matches_cpu_with_ties(attrs):
+    x, g = mx.sym.var("x"), mx.sym.var("g")
+    y = mx.sym.Pooling(x, **attrs)
+    out = mx.sym._backward_Pooling(x, y, g, **attrs)
+    pooled = Graph(y._outputs)
+    infer_types(pooled, {"x": "float32"})
+    infer_shapes(pooled, {"x": (2, 3, 7, 7)})
+    shapes = {"x": (2, 3, 7, 7), "g": pooled.shapes[(1, 0)]}
+    cpu_exe, gpu_exe = compile_both(out, shapes)
+    assert all(isinstance(s, Launch) for s in gpu_exe.program.steps)
+    rng = np.random.default_rng(6)
+    for _ in range(2):
+        inputs = {"x": rng.integers(0, 3, shapes["x"]).astype(np.float32),  # many ties
+                  "g": rng.standard_normal(shapes["g"]).astype(np.float32)}
+        got = to_host(gpu_exe({n: to_gpu(a) for n, a in inputs.items()})[0])
+        np.testing.assert_allclose(got, cpu_exe(inputs)[0], rtol=1e-5, atol=1e-6)

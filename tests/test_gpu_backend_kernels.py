@@ -276,6 +276,25 @@ def _graphs_for_nvrtc():
     pooled = mx.sym.Pooling(mx.sym.Pooling(dw, kernel=(2, 2), stride=(2, 2), pool_type="avg"),
                             global_pool=True, kernel=(1, 1), pool_type="max")
     yield optimized(pooled, {"data": (2, 3, 8, 8), "w": (4, 3, 3, 3), "w2": (4, 1, 3, 3)}), False
+    yield training_graph(), True
+
+
+def training_graph():
+    """Kernels of training: BatchNorm with batch statistics and its backward, the weight
+    gradient and the transposed convolution of a convolution, the pooling gradient."""
+    x, w, g = mx.sym.var("data"), mx.sym.var("w"), mx.sym.var("g")
+    gamma, beta, mean, var = (mx.sym.var(n) for n in ("gamma", "beta", "mean", "var"))
+    geom = {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}
+    bn = mx.sym.BatchNorm(x, gamma, beta, mean, var, output_mean_var=True, fix_gamma=False)
+    dbn = mx.sym._backward_BatchNorm(x, x, gamma, bn[1], bn[2], fix_gamma=False)
+    dw = mx.sym._backward_Convolution_weight(g, dbn[0], num_filter=4, **geom)
+    dx = mx.sym.Deconvolution(g, w, num_filter=3, adj=(1, 1), **geom)
+    pool = mx.sym.Pooling(dx, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    dpool = mx.sym._backward_Pooling(dx, pool, pool, kernel=(2, 2), stride=(2, 2),
+                                     pool_type="max")
+    shapes = {"data": (2, 3, 8, 8), "w": (4, 3, 3, 3), "g": (2, 4, 4, 4), "gamma": (3,),
+              "beta": (3,), "mean": (3,), "var": (3,)}
+    return optimized(mx.sym.Group([bn[0], dw, dpool]), shapes, is_train=True)
 
 
 def test_generated_kernels_compile_with_nvrtc_for_sm90_without_spills():

@@ -17,10 +17,13 @@ A node becomes:
 * a ``Launch`` of a generated reduction (sum, mean, max, min, prod; softmax, log_softmax;
   global pooling), window (2-D pooling; grouped and depthwise convolution) kernel
   (``templates``); a 2-D convolution with one group as an im2col kernel (none for 1x1) and
-  a strided-batched GEMM, plus a bias kernel;
+  a strided-batched GEMM, plus a bias kernel; a 2-D Deconvolution (one group) as a GEMM and
+  a col2im kernel; a convolution's weight gradient as im2col, a transposition and one GEMM;
 * for an op that only moves elements (transpose, slice, Concat, split, tile...: found by
   probing its compute on the host, ``compiler/codegen/cuda/gather.py``), one gather kernel an
   output with an index table the program holds;
+* for BatchNorm in training and its backward, a kernel a channel (the moving statistics
+  updated in place, once a run);
 * for Dropout, a Philox kernel (``compiler/codegen/cuda/philox.py``) reading its seed and run
   counter from 16 bytes of the arena, and one kernel at the end advancing the counter (in
   predict mode, the identity kernel);
@@ -61,13 +64,21 @@ import numpy as np
 
 from ...base import MXNetError
 from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_config
+from ...compiler.codegen.cuda.batchnorm import generate_batch_norm
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
 from ...compiler.codegen.cuda.gather import GatherSpec, gather_tables, generate_gather
 from ...compiler.codegen.cuda.gemv import MAX_ROWS as MAX_GEMV_ROWS
 from ...compiler.codegen.cuda.gemv import GemvSpec, generate_gemv
 from ...compiler.codegen.cuda.philox import generate_advance, generate_dropout
 from ...compiler.codegen.cuda.reduce import ReduceSpec, generate_reduce
-from ...compiler.codegen.cuda.window import generate_conv, generate_im2col, generate_pool
+from ...compiler.codegen.cuda.window import (
+    generate_col2im,
+    generate_conv,
+    generate_im2col,
+    generate_pool,
+    generate_pool_backward,
+    generate_swap01,
+)
 from ...compiler.passes.cuda_expr import substitute
 from ...compiler.passes.fold import constant_value
 from ...compiler.passes.rewrite import mutated_keys, readers
@@ -75,7 +86,16 @@ from ...compiler.pipeline import debug_enabled
 from ...ops.rules import known
 from .gemm import GEMM_DTYPES, GEMM_SHAPES, row_major_gemm
 from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Program, Ref
-from .templates import GEMM_CONV_DTYPES, conv_spec, dropout_spec, pool_spec, reduce_spec
+from .templates import (
+    GEMM_CONV_DTYPES,
+    batch_norm_spec,
+    conv_spec,
+    deconv_spec,
+    dropout_spec,
+    pool_spec,
+    reduce_spec,
+    wgrad_spec,
+)
 
 __all__ = ["lower", "LoweringError", "WORKSPACE_BYTES", "MAX_FUSED_INPUTS"]
 
@@ -162,7 +182,8 @@ class _Lowering:
         self.col = self._col_region()
         self.rng_state = None
         makers = (self._gemv, self._elementwise, self._gemm, self._copy, self._reduce,
-                  self._pool, self._conv, self._dropout, self._gather)
+                  self._pool, self._conv, self._deconv, self._wgrad, self._dropout,
+                  self._batch_norm, self._gather)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable or constant_value(node) is not None:
                 continue
@@ -364,9 +385,17 @@ class _Lowering:
             return False
         if isinstance(spec, ReduceSpec):
             return self._reduce_launch(spec, i, node)
-        kernel, grid, block = self._cached(spec, lambda: _with_config(
-            generate_pool(spec, ident("k", i, "pool"))))
-        args = [self._buffer((i, 0)), self._buffer(self.graph.key(node.inputs[0]))]
+        if isinstance(spec, ElementwiseSpec):  # global pooling's gradient: out_grad spread
+            self._launch(spec, i, "ew", [self.ref((i, 0))], [self.ref(self.graph.key(
+                node.inputs[2]))])
+            return True
+        if node.op.name == "_backward_Pooling":
+            kernel, grid, block = self._cached(("backward", spec), lambda: _with_config(
+                generate_pool_backward(spec, ident("k", i, "poolgrad"))))
+        else:
+            kernel, grid, block = self._cached(spec, lambda: _with_config(
+                generate_pool(spec, ident("k", i, "pool"))))
+        args = [self._buffer((i, 0))] + [self._buffer(self.graph.key(e)) for e in node.inputs]
         self._add(kernel, grid, block, args, i)
         return True
 
@@ -418,6 +447,19 @@ class _Lowering:
         self._add(kernel, grid, block, args, i)
         return True
 
+    def _batch_norm(self, i, node):
+        """BatchNorm in training (statistics, moving averages updated in place) and its
+        backward: one block a channel."""
+        spec = batch_norm_spec(self.graph, i, self.is_train)
+        if spec is None:
+            return False
+        kernel, grid, block = self._cached(spec, lambda: generate_batch_norm(
+            spec, ident("k", i, "bn")))
+        args = [self._buffer((i, k)) for k in range(3)]
+        args += [self._buffer(self.graph.key(e)) for e in node.inputs]
+        self._add(kernel, grid, block, args, i)
+        return True
+
     def _gather(self, i, node):
         """An op that only moves elements: one gather kernel an output, with its index table
         (found by probing the op on the host) held by the program as a constant."""
@@ -450,17 +492,58 @@ class _Lowering:
             self._add(kernel, grid, block, args + [self._buffer(k_) for k_ in keys], i)
         return True
 
+    def _deconv(self, i, node):
+        """A 2-D Deconvolution: one strided-batched GEMM ``cols = W^T @ x`` (K x P an
+        image), then col2im gathering each output element's contributions (+ bias)."""
+        spec = deconv_spec(self.graph, i)
+        if spec is None:
+            return False
+        n, f = spec.shape[:2]
+        c, h, w = spec.out_shape[1:]
+        k = f * spec.kernel[0] * spec.kernel[1]
+        keys = [self.graph.key(e) for e in node.inputs]
+        args = [self._buffer((i, 0))] + [self._buffer(key) for key in keys]
+        cols = Ref.arena(self.col)
+        gemm = row_major_gemm(spec.dtype, k, h * w, c, args[2].ref, True, args[1].ref, False,
+                              cols, batch=n, node=i)
+        self.steps.append(dataclasses.replace(gemm, stride_b=0))
+        kernel, grid, block = self._cached(("col2im", spec), lambda: _with_config(
+            generate_col2im(spec, ident("k", i, "col2im"))))
+        launch = [args[0], Buffer(cols, spec.dtype, n * k * h * w)] + args[3:4]
+        self._add(kernel, grid, block, launch, i)
+        return True
+
+    def _wgrad(self, i, node):
+        """A convolution's weight gradient: im2col of the data as one (K, N*P) matrix, the
+        output gradient turned (O, N*P), one GEMM ``dW = g @ col^T``."""
+        spec = wgrad_spec(self.graph, i)
+        if spec is None:
+            return False
+        n, c = spec.shape[:2]
+        o, oh, ow = spec.out_shape[1:]
+        k, p = c * spec.kernel[0] * spec.kernel[1], oh * ow
+        g, x = (self._buffer(self.graph.key(e)) for e in node.inputs)
+        cols, turned = Ref.arena(self.col), Ref.arena(self.col + _aligned_bytes(
+            n * k * p, spec.dtype))
+        kernel, grid, block = self._cached(("im2col_t", spec), lambda: _with_config(
+            generate_im2col(spec, ident("k", i, "im2colt"), batch_inner=True)))
+        self._add(kernel, grid, block, [Buffer(cols, spec.dtype, n * k * p), x], i)
+        swap = ("swap", n, o, p, spec.dtype)
+        kernel, grid, block = self._cached(swap, lambda: _with_config(
+            generate_swap01((n, o, p), spec.dtype, ident("k", i, "swap"))))
+        self._add(kernel, grid, block, [Buffer(turned, spec.dtype, n * o * p), g], i)
+        self.steps.append(row_major_gemm(spec.dtype, o, k, n * p, turned, False, cols, True,
+                                         self.ref((i, 0)), node=i))
+        return True
+
     def _col_region(self):
-        """Arena offset of the im2col buffer (the largest any convolution needs), or None."""
+        """Arena offset of the scratch buffer the convolution family shares (im2col columns,
+        a transposed gradient): the largest any node needs, or None."""
         need = 0
         for i, node in enumerate(self.graph.nodes):
-            if node.is_variable or node.op.name != "Convolution":
+            if node.is_variable:
                 continue
-            spec = conv_spec(self.graph, i)
-            if spec is not None and _conv_as_gemm(spec) and not _pointwise(spec):
-                c, kh, kw = spec.shape[1], *spec.kernel
-                per = spec.shape[0] * c * kh * kw * spec.out_shape[2] * spec.out_shape[3]
-                need = max(need, per * np.dtype(spec.dtype).itemsize)
+            need = max(need, _scratch_bytes(self.graph, i))
         return self._region(need) if need else None
 
     def _copy(self, i, node):
@@ -489,6 +572,38 @@ class _Lowering:
 def _with_config(kernel):
     """``(kernel, grid, block)`` of a one-thread-an-element kernel."""
     return (kernel, *launch_config(kernel))
+
+
+def _aligned_bytes(count, dtype):
+    return _align(count * np.dtype(dtype).itemsize)
+
+
+def _scratch_bytes(graph, i):
+    """Scratch bytes node ``i``'s lowering uses (see ``_col_region``); 0 for most nodes."""
+    name = graph.nodes[i].op.name
+    if name == "Convolution":
+        spec = conv_spec(graph, i)
+        if spec is None or not _conv_as_gemm(spec) or _pointwise(spec):
+            return 0
+        n, c = spec.shape[:2]
+        k, p = c * spec.kernel[0] * spec.kernel[1], spec.out_shape[2] * spec.out_shape[3]
+        return _aligned_bytes(n * k * p, spec.dtype)
+    if name == "Deconvolution":
+        spec = deconv_spec(graph, i)
+        if spec is None:
+            return 0
+        n, f = spec.shape[:2]
+        k, p = f * spec.kernel[0] * spec.kernel[1], spec.out_shape[2] * spec.out_shape[3]
+        return _aligned_bytes(n * k * p, spec.dtype)
+    if name == "_backward_Convolution_weight":
+        spec = wgrad_spec(graph, i)
+        if spec is None:
+            return 0
+        n, c = spec.shape[:2]
+        o, p = spec.out_shape[1], spec.out_shape[2] * spec.out_shape[3]
+        k = c * spec.kernel[0] * spec.kernel[1]
+        return _aligned_bytes(n * k * p, spec.dtype) + _aligned_bytes(n * o * p, spec.dtype)
+    return 0
 
 
 def _conv_as_gemm(spec):
