@@ -747,3 +747,15 @@ def test_guard_accepts_device_code():
     with device_session("sync allowed", allow_sync=True) as session:
         assert bool((x < 2).all())
     assert session.syncs == ["bool(x)"]
+
+
+def test_the_virtual_gpu_offers_every_function_the_guard_allows():
+    """Code that passes this guard also runs on the virtual GPU (hybridgpu.vgpu), which CI's
+    second pass uses for every gpu-marked test."""
+    from hybridgpu import vgpu
+    from hybridgpu.vgpu.functions import RandomState
+
+    xp = vgpu.module(1)
+    assert not sorted(n for n in _CUPY_FUNCTIONS if not hasattr(xp, n))
+    assert not sorted(n for n in _CUPY_LINALG if not hasattr(xp.linalg, n))
+    assert DeviceRandomState.METHODS <= RandomState.METHODS

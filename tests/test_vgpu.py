@@ -279,5 +279,29 @@ def test_environment_variable_makes_mx_gpu_virtual():
     assert bad.returncode != 0 and "HYBRIDGPU_VIRTUAL_GPU must be" in bad.stderr
 
 
+def test_num_gpus_follows_the_environment_variable(monkeypatch):
+    import hybridgpu as mx
+
+    monkeypatch.setenv("HYBRIDGPU_VIRTUAL_GPU", "3")
+    assert mx.context.num_gpus() == 3
+    monkeypatch.setenv("HYBRIDGPU_VIRTUAL_GPU", "-1")
+    with pytest.raises(mx.base.MXNetError, match="HYBRIDGPU_VIRTUAL_GPU must be"):
+        mx.context.num_gpus()
+
+
 def _src():
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def test_host_special_functions_without_scipy():
+    import math
+
+    from hybridgpu.vgpu.special import HOST
+
+    x = np.array([-2.5, -0.3, 0.2, 1.0, 3.7, 12.0])
+    np.testing.assert_allclose(HOST["erfinv"](HOST["erf"](x / 13)), x / 13, rtol=1e-12)
+    np.testing.assert_allclose(HOST["digamma"](x + 1), HOST["digamma"](x) + 1 / x, rtol=1e-11)
+    np.testing.assert_allclose(HOST["digamma"](np.array([1.0])), [-0.5772156649015329])
+    np.testing.assert_allclose(HOST["gammaln"](x[x > 0]), [math.lgamma(v) for v in x[x > 0]])
+    poles = HOST["gamma"](np.array([-2.0, 0.0, -np.inf, np.nan]))
+    assert poles[0] == poles[1] == np.inf and np.isnan(poles[2:]).all()

@@ -106,6 +106,42 @@ def test_fault_inside_a_kernel_with_barriers_is_reported(xp):
     assert xp.asnumpy(y)[-1] == 3968.0
 
 
+def test_warp_votes_and_launch_bounds_before_global(xp):
+    src = r"""
+    extern "C" __launch_bounds__(64) __global__ void votes(const float* x, unsigned* out) {
+      float v = x[threadIdx.x];
+      unsigned b = __ballot_sync(0xffffffffu, v > 0.0f);
+      int any = __any_sync(0xffffffffu, v > 10.0f), all = __all_sync(0xffffffffu, v > -1.0f);
+      if (threadIdx.x % 32 == 0) {
+        out[threadIdx.x / 32 * 3] = b;
+        out[threadIdx.x / 32 * 3 + 1] = any;
+        out[threadIdx.x / 32 * 3 + 2] = all;
+      }
+    }
+    """
+    host = np.where(np.arange(64) % 3 == 0, 1.0, -0.5).astype(np.float32)
+    host[40] = 11.0
+    out = xp.zeros(6, xp.uint32)
+    xp.RawModule(code=src).get_function("votes")((1,), (64,), (xp.asarray(host), out))
+    bits = [int(sum(1 << i for i in range(32) if host[w * 32 + i] > 0)) for w in (0, 1)]
+    assert xp.asnumpy(out).tolist() == [bits[0], 0, 1, bits[1], 1, 1]
+
+
+def test_division_by_zero_and_trap_end_the_launch_with_an_error(xp):
+    src = r"""
+    extern "C" __global__ void divide(const int* x, int* y, int d) {
+      y[threadIdx.x] = x[threadIdx.x] / d;
+    }
+    extern "C" __global__ void trap(int* y) { if (threadIdx.x == 3) __trap(); y[threadIdx.x] = 1; }
+    """
+    module = xp.RawModule(code=src)
+    x, y = xp.arange(4, dtype=xp.int32), xp.zeros(4, xp.int32)
+    with pytest.raises(MemoryFaultError, match="kernel divide: integer division by zero"):
+        module.get_function("divide")((1,), (4,), (x, y, np.int32(0)))
+    with pytest.raises(MemoryFaultError, match=r"kernel trap: __trap\(\) .*thread \(3, 0, 0\)"):
+        module.get_function("trap")((1,), (4,), (y,))
+
+
 def test_misaligned_vector_load_is_caught(xp):
     k = xp.RawModule(code=KERNELS["elementwise_float4"][0]).get_function("axpy_relu4")
     x, y = xp.zeros(64, xp.float32), xp.zeros(64, xp.float32)

@@ -131,8 +131,11 @@ class Context:
                 cupy = _import_cupy()
                 count = _gpu_count(cupy)
                 if self.device_id >= count:
+                    seen = (f"the virtual GPU has {count} device(s) (HYBRIDGPU_VIRTUAL_GPU="
+                            f"{count})" if getattr(cupy, "is_virtual", False) else
+                            f"CuPy sees {count} CUDA device(s)")
                     raise MXNetError(
-                        f"{self} is not available: CuPy sees {count} CUDA device(s)"
+                        f"{self} is not available: {seen}"
                         + ("; is a CUDA driver installed and a GPU visible?" if count == 0 else ""))
                 self._xp = cupy
             else:

@@ -66,7 +66,14 @@ class ndarray:  # noqa: N801  (CuPy's name)
         return self
 
     # -- attributes ------------------------------------------------------------------
-    shape = property(lambda self: self._a.shape)
+    @property
+    def shape(self):
+        return self._a.shape
+
+    @shape.setter
+    def shape(self, value):  # CuPy, like NumPy, reshapes in place when no copy is needed
+        self._a.shape = value
+
     dtype = property(lambda self: self._a.dtype)
     ndim = property(lambda self: self._a.ndim)
     size = property(lambda self: self._a.size)

@@ -32,12 +32,13 @@ INCLUDE = os.path.join(HERE, "include")
 CXX = os.environ.get("CXX", "g++")
 FLAGS = ["-std=c++17", "-O1", "-fPIC", "-shared", "-fno-strict-aliasing", "-U_FORTIFY_SOURCE",
          "-w"]
-_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?'
-                     r'(\w+)\s*\(([^)]*)\)')
+_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+_KERNEL = re.compile(r'extern\s+"C"\s+' + _BOUNDS + r"__global__\s+" + _BOUNDS + r"void\s+"
+                     + _BOUNDS + r"(\w+)\s*\(([^)]*)\)")
 _DYN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?"
                          r"([\w:]+(?:\s+[\w:]+)*?)\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(\w+)\s*"
                          r"\[\s*\]\s*;")
-_BARRIERS = re.compile(r"__syncthreads|__syncwarp|__shfl_")
+_BARRIERS = re.compile(r"__syncthreads|__syncwarp|__shfl_|__ballot_sync|__any_sync|__all_sync")
 _lock = threading.Lock()
 _loaded: dict = {}
 
@@ -47,7 +48,11 @@ def cache_dir():
     root = os.environ.get("HYBRIDGPU_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "hybridgpu")
     path = os.path.join(root, "vgpu")
-    os.makedirs(path, exist_ok=True)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:  # an unwritable home: a per-user folder in the temporary directory
+        path = os.path.join(tempfile.gettempdir(), f"hybridgpu-vgpu-{os.getuid()}")
+        os.makedirs(path, exist_ok=True)
     return path
 
 

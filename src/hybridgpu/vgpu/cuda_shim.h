@@ -302,10 +302,14 @@ template <class F> void run_block(F& f, bool use_fibers) {
   current = nullptr;
 }
 
-inline thread_local struct sigaction saved_segv, saved_bus;
+inline thread_local struct sigaction saved_segv, saved_bus, saved_fpe;
 inline thread_local bool in_launch = false;
 inline void on_fault(int sig, siginfo_t* info, void*) {
-  if (!in_launch) { sigaction(sig, sig == SIGSEGV ? &saved_segv : &saved_bus, nullptr); return; }
+  if (!in_launch) {
+    sigaction(sig, sig == SIGSEGV ? &saved_segv : sig == SIGBUS ? &saved_bus : &saved_fpe, nullptr);
+    return;
+  }
+  if (sig == SIGFPE) fail(4, info->si_addr, "integer division by zero");
   fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
 }
 // cfg: grid x y z, block x y z, fibers, dynamic shared bytes. Returns 0, or 1 with *rep filled.
@@ -319,6 +323,7 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
   struct sigaction sa{}; sa.sa_sigaction = on_fault; sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &saved_segv); sigaction(SIGBUS, &sa, &saved_bus);
+  sigaction(SIGFPE, &sa, &saved_fpe);
   sigjmp_buf exit_point; fault_exit = &exit_point; report = rep; rep->code = 0;
   void* shared = cfg[7] > 0 ? calloc(1, (size_t)cfg[7]) : nullptr;
   dyn_shared = shared;
@@ -333,6 +338,7 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
   }
   in_launch = false; current = nullptr;
   sigaction(SIGSEGV, &saved_segv, nullptr); sigaction(SIGBUS, &saved_bus, nullptr);
+  sigaction(SIGFPE, &saved_fpe, nullptr);
   sigaltstack(&saved_ss, nullptr);
   free(shared);
   return rep->code;
@@ -341,9 +347,32 @@ template <class... A> constexpr size_t arity(void (*)(A...)) { return sizeof...(
 }  // namespace shim
 
 inline void __syncthreads() { shim::barrier(); }
+[[noreturn]] inline void __trap() { shim::fail(5, nullptr, "__trap()"); }
 inline void __syncwarp(unsigned = 0xffffffffu) { shim::barrier(); }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
+// Warp votes: every lane posts its predicate, one barrier, then each reads its warp's.
+namespace shim {
+inline unsigned warp_lanes() {  // the lanes of this thread's warp that exist in the block
+  unsigned n = blockDim.x * blockDim.y * blockDim.z, first = lane_index() / 32 * 32;
+  return n - first >= 32 ? 0xffffffffu : (1u << (n - first)) - 1u;
+}
+inline unsigned ballot(int predicate) {
+  static thread_local unsigned char posted[2][1024];
+  unsigned set = current ? current->exchanges++ & 1u : 0u;
+  unsigned t = lane_index(), first = t / 32 * 32, lanes = warp_lanes(), bits = 0;
+  posted[set][t] = predicate != 0;
+  barrier();
+  for (unsigned lane = 0; lane < 32; ++lane)
+    if ((lanes >> lane & 1u) && posted[set][first + lane]) bits |= 1u << lane;
+  return bits;
+}
+}  // namespace shim
+inline unsigned __ballot_sync(unsigned mask, int predicate) { return shim::ballot(predicate) & mask; }
+inline int __any_sync(unsigned mask, int predicate) { return (shim::ballot(predicate) & mask) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  return (shim::ballot(predicate) & mask) == (mask & shim::warp_lanes());
+}
 template <class T> T __shfl_sync(unsigned, T v, int src, int width = warpSize) {
   unsigned t = shim::lane_index();
   return shim::exchange(v, t / width * width + (unsigned)src % width);

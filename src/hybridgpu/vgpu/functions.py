@@ -47,7 +47,7 @@ all any prod sum cumprod cumsum nansum nanprod diff around round fix nan_to_num 
 count_nonzero argmax argmin flatnonzero nanargmax nanargmin nonzero searchsorted where
 argpartition argsort lexsort partition sort amax max amin min nanmax nanmin percentile
 quantile median ptp average mean std var nanmean nanstd nanvar bincount digitize histogram
-array_equal shape ndim size isscalar cov corrcoef interp convolve
+array_equal shape ndim size isscalar cov corrcoef interp convolve real imag
 """)
 # cupy ufuncs (each with reduce/accumulate/outer/at where NumPy has them)
 UFUNCS = words("""

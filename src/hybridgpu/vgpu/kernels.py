@@ -260,6 +260,10 @@ def _fault(kernel, report):
                   f"{memory.describe(address)})")
     elif report.code == 3:
         detail = f"{what} (__syncthreads in a kernel the virtual GPU ran without fibers)"
+    elif report.code == 4:
+        detail = f"{what} (a GPU gives an undefined value without an error; the CPU traps)"
+    elif report.code == 5:
+        detail = "__trap() was called (cudaErrorLaunchFailure)"
     else:
         detail = (f"{what} at address 0x{address:x}: {memory.describe(address)} "
                   "(cudaErrorIllegalAddress)")

@@ -48,7 +48,7 @@ ALIGN = 256  # cudaMalloc's alignment
 _lock = threading.Lock()
 _starts: list[int] = []  # sorted start addresses of live allocations
 _by_start: dict[int, weakref.ref] = {}
-_used = [0] * 64  # bytes in use per device id
+_used: dict[int, int] = {}  # bytes in use per device id
 _serial = itertools.count(1)
 
 
@@ -77,7 +77,7 @@ def _unmap(base, total, start, device_id, size):
         if i < len(_starts) and _starts[i] == start:
             del _starts[i]
             _by_start.pop(start, None)
-        _used[device_id] -= size
+        _used[device_id] = _used.get(device_id, 0) - size
     _libc.munmap(base, total)
 
 
@@ -93,16 +93,16 @@ class Memory:
         devices.check_not_capturing(f"allocating {size} bytes of device memory")
         if size < 0:
             raise ValueError(f"cannot allocate a negative size ({size} bytes)")
-        if _used[device_id] + size > devices.TOTAL_MEMORY:
+        if _used.get(device_id, 0) + size > devices.TOTAL_MEMORY:
             raise OutOfMemoryError(
                 f"out of memory allocating {size:,} bytes on virtual device {device_id} "
-                f"({_used[device_id]:,} of {devices.TOTAL_MEMORY:,} bytes in use)")
+                f"({_used.get(device_id, 0):,} of {devices.TOTAL_MEMORY:,} bytes in use)")
         base, total, self.ptr = _map(size)
         self.size, self.device_id, self.serial = size, device_id, next(_serial)
         with _lock:
             bisect.insort(_starts, self.ptr)
             _by_start[self.ptr] = weakref.ref(self)
-            _used[device_id] += size
+            _used[device_id] = _used.get(device_id, 0) + size
         self._finalizer = weakref.finalize(self, _unmap, base, total, self.ptr, device_id, size)
 
     @property
@@ -186,7 +186,7 @@ def describe(address):
 
 def used_bytes(device_id):
     """Bytes allocated on ``device_id`` now."""
-    return _used[device_id]
+    return _used.get(device_id, 0)
 
 
 class MemoryPool:
@@ -194,10 +194,10 @@ class MemoryPool:
     holds nothing; it reports what is in use."""
 
     def used_bytes(self):
-        return sum(_used)
+        return sum(_used.values())
 
     def total_bytes(self):
-        return sum(_used)
+        return sum(_used.values())
 
     def free_bytes(self):
         return 0
