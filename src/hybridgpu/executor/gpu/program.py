@@ -183,11 +183,12 @@ class Program:
 
     @property
     def source(self):
-        """The CUDA source of every kernel: one translation unit."""
+        """The CUDA source of every kernel: one translation unit (``cuda_fp16.h`` included
+        only when a kernel uses ``__half``: it is the one header the kernels may need)."""
         if not self.kernels:
             return ""
-        head = "#include <cuda_fp16.h>\n\n"
-        return head + "\n".join(k.source for k in self.kernels)
+        body = "\n".join(k.source for k in self.kernels)
+        return ("#include <cuda_fp16.h>\n\n" + body) if "__half" in body else body
 
     def segments(self):
         """``[(kind, [step indices])]``: runs of capturable steps (``"graph"``) and single
