@@ -142,6 +142,20 @@ def test_division_by_zero_and_trap_end_the_launch_with_an_error(xp):
         module.get_function("trap")((1,), (4,), (y,))
 
 
+def test_fiber_stack_overflow_is_reported(xp):
+    src = r"""
+    extern "C" __global__ void big_locals(float* y, int n) {
+      volatile float local[65536];  // 256 KiB in one thread
+      for (int i = 0; i < n; ++i) local[i] = i;
+      __syncthreads();
+      y[threadIdx.x] = local[n - 1];
+    }
+    """
+    y = xp.zeros(2, xp.float32)
+    with pytest.raises(MemoryFaultError, match="kernel big_locals: stack overflow"):
+        xp.RawModule(code=src).get_function("big_locals")((1,), (2,), (y, np.int32(65536)))
+
+
 def test_misaligned_vector_load_is_caught(xp):
     k = xp.RawModule(code=KERNELS["elementwise_float4"][0]).get_function("axpy_relu4")
     x, y = xp.zeros(64, xp.float32), xp.zeros(64, xp.float32)
@@ -170,6 +184,15 @@ def test_compile_error_shows_the_numbered_source_and_nvrtc_rejections_fail_here_
         xp.RawModule(code=ambiguous).get_function("k")  # NVRTC rejects min(int, float) too
     with pytest.raises(AttributeError, match="no kernel 'nope'"):
         xp.RawModule(code=COPY).get_function("nope")
+
+
+def test_macro_options_reach_the_compiler(xp):
+    src = 'extern "C" __global__ void fill(float* y) { y[threadIdx.x] = VALUE; }'
+    y = xp.zeros(2, xp.float32)
+    for value in ("1.5f", "2.5f"):
+        module = xp.RawModule(code=src, options=("-std=c++17", f"-DVALUE={value}"))
+        module.get_function("fill")((1,), (2,), (y,))
+        assert xp.asnumpy(y).tolist() == [float(value[:-1])] * 2
 
 
 def test_compiled_kernels_are_cached_on_disk(xp, tmp_path, monkeypatch):

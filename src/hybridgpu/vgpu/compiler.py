@@ -136,9 +136,23 @@ def _precompiled_shim(folder):
     return header
 
 
-def build(source):
-    """The loaded library (ctypes.CDLL) of ``source``'s kernels, compiled on first use."""
-    key = hashlib.sha256((_shim_key() + "\0" + source).encode()).hexdigest()[:24]
+def macro_options(options):
+    """The options of a RawModule that change the source (``-DNAME[=V]``, ``-UNAME``, also as
+    ``--define-macro=``/``--undefine-macro=``), as g++ takes them; others are NVRTC's own."""
+    found = []
+    for option in options:
+        for long, short in (("--define-macro=", "-D"), ("--undefine-macro=", "-U")):
+            if option.startswith(long):
+                option = short + option[len(long):]
+        if option.startswith(("-D", "-U")) and len(option) > 2:
+            found.append(option)
+    return tuple(found)
+
+
+def build(source, macros=()):
+    """The loaded library (ctypes.CDLL) of ``source``'s kernels (with the ``-D``/``-U``
+    options ``macros``), compiled on first use."""
+    key = hashlib.sha256("\0".join([_shim_key(), *macros, source]).encode()).hexdigest()[:24]
     with _lock:
         lib = _loaded.get(key)
         if lib is not None:
@@ -146,12 +160,12 @@ def build(source):
         folder = cache_dir()
         path = os.path.join(folder, f"k-{key}.so")
         if not os.path.exists(path):
-            _compile(source, path, folder)
+            _compile(source, path, folder, macros)
         lib = _loaded[key] = ctypes.CDLL(path)
         return lib
 
 
-def _compile(source, path, folder):
+def _compile(source, path, folder, macros=()):
     names = list(kernel_signatures(source))
     if not names:
         raise KernelCompileError('no `extern "C" __global__ void name(...)` kernel in the '
@@ -162,7 +176,8 @@ def _compile(source, path, folder):
         f.write(_translation_unit(source, names))
     tmp = path + f".{os.getpid()}.tmp"
     try:
-        done = _run([CXX, *FLAGS, "-include", shim, "-I", INCLUDE, "-x", "c++", cu, "-o", tmp])
+        done = _run([CXX, *FLAGS, *macros, "-include", shim, "-I", INCLUDE, "-x", "c++", cu,
+                     "-o", tmp])
         if done.returncode != 0:
             raise KernelCompileError(f"g++ could not compile the kernel source (through the "
                                      f"virtual GPU's cuda_shim.h):\n{done.stderr.strip()}\n\n"

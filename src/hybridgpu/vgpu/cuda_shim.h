@@ -17,6 +17,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <sys/mman.h>
 #include <ucontext.h>
 // NVRTC has no INFINITY/NAN (no C headers): g++ must reject them too.
 #undef INFINITY
@@ -194,7 +195,14 @@ struct Fiber {
   ucontext_t ctx;
 #endif
 };
-constexpr size_t kStack = 1 << 17;
+constexpr size_t kStack = 1 << 17;  // a thread's stack (local variables); a guard page below
+constexpr size_t kGuard = 1 << 12;
+inline char* new_stack() {
+  void* p = mmap(nullptr, kStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) abort();
+  mprotect(p, kGuard, PROT_NONE);
+  return (char*)p + kGuard;
+}
 inline thread_local Fiber* current = nullptr;
 inline thread_local Fiber* fibers = nullptr;
 inline thread_local unsigned fiber_count = 0;
@@ -279,7 +287,7 @@ template <class F> void run_block(F& f, bool use_fibers) {
     Fiber* grown = (Fiber*)realloc(fibers, n * sizeof(Fiber));
     if (!grown) abort();
     fibers = grown;
-    for (unsigned t = fiber_count; t < n; ++t) { fibers[t].stack = (char*)malloc(kStack); if (!fibers[t].stack) abort(); }
+    for (unsigned t = fiber_count; t < n; ++t) fibers[t].stack = new_stack();
     fiber_count = n;
   }
   body = [](void* p) { (*static_cast<F*>(p))(); };
@@ -304,12 +312,19 @@ template <class F> void run_block(F& f, bool use_fibers) {
 
 inline thread_local struct sigaction saved_segv, saved_bus, saved_fpe;
 inline thread_local bool in_launch = false;
-inline void on_fault(int sig, siginfo_t* info, void*) {
+inline void on_fault(int sig, siginfo_t* info, void* context) {
   if (!in_launch) {
     sigaction(sig, sig == SIGSEGV ? &saved_segv : sig == SIGBUS ? &saved_bus : &saved_fpe, nullptr);
     return;
   }
   if (sig == SIGFPE) fail(4, info->si_addr, "integer division by zero");
+#if defined(__x86_64__)
+  uintptr_t sp = (uintptr_t)((ucontext_t*)context)->uc_mcontext.gregs[REG_RSP];
+  if (current && sp < (uintptr_t)current->stack + 256)  // the thread's frame left its stack
+    fail(6, info->si_addr, "stack overflow (over 128 KiB of local memory in one thread)");
+#else
+  (void)context;
+#endif
   fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
 }
 // cfg: grid x y z, block x y z, fibers, dynamic shared bytes. Returns 0, or 1 with *rep filled.

@@ -93,7 +93,7 @@ class RawModule:
                                  f"__global__ kernels: {sorted(self._signatures)}) "
                                  "(cudaErrorSymbolNotFound / CUDA_ERROR_NOT_FOUND)")
         if self._lib is None:
-            self._lib = compiler.build(self.code)
+            self._lib = compiler.build(self.code, compiler.macro_options(self.options))
         return RawKernel(self.code, name, self.options, _module=self)
 
 
@@ -116,7 +116,8 @@ class RawKernel:
     def _function(self):
         if self._fn is None:
             if self._module._lib is None:
-                self._module._lib = compiler.build(self.code)
+                self._module._lib = compiler.build(self.code,
+                                                   compiler.macro_options(self.options))
             fn = getattr(self._module._lib, f"{self.name}__vgpu_launch")
             fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Report)]
             fn.restype = ctypes.c_int
@@ -264,6 +265,8 @@ def _fault(kernel, report):
         detail = f"{what} (a GPU gives an undefined value without an error; the CPU traps)"
     elif report.code == 5:
         detail = "__trap() was called (cudaErrorLaunchFailure)"
+    elif report.code == 6:
+        detail = f"{what} (the virtual GPU gives each thread 128 KiB of stack)"
     else:
         detail = (f"{what} at address 0x{address:x}: {memory.describe(address)} "
                   "(cudaErrorIllegalAddress)")
