@@ -110,4 +110,7 @@ def test_example_on_gpu_follows_the_cpu_loss_curve(example, gpu_available):
     cpu, gpu = [], []
     example.main(["--quiet", "--epochs", "3", "--hybridize"], history=cpu)
     example.main(["--quiet", "--epochs", "3", "--hybridize", "--ctx", "gpu"], history=gpu)
-    np.testing.assert_allclose(gpu, cpu, rtol=1e-3)
+    # the compiled GPU program sums in other orders than NumPy (GEMMs, reductions): rounding
+    # differences of 1e-7 that training amplifies epoch by epoch
+    np.testing.assert_allclose(gpu[0], cpu[0], rtol=1e-4)
+    np.testing.assert_allclose(gpu, cpu, rtol=2e-2)

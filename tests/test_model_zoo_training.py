@@ -68,14 +68,16 @@ def _max_rel(got, want, scale):
     return float((np.abs(got - want) / np.maximum(np.abs(want), scale)).max())
 
 
-def compare(record, model):
+def compare(record, model, slack=1.0):
     """Assert ``record`` (from ``gen.run_step``) matches MXNet's; returns the largest relative
-    difference per kind (loss, grad_stats, grad, updated, running)."""
+    difference per kind (loss, grad_stats, grad, updated, running). ``slack`` widens the
+    tolerances of the gradient statistics (see the gpu test)."""
     want = _want(model)
     assert sorted(record) == sorted(want)
     worst = {}
 
     def check(kind, key, got, ref, rtol, scale):
+        rtol = rtol * slack if kind == "grad_stats" else rtol
         np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol * scale,
                                    err_msg=f"{model} {key}")
         worst[kind] = max(worst.get(kind, 0.0), _max_rel(got, ref, max(scale, 1e-30)))
@@ -162,7 +164,10 @@ def test_batch_and_sgd_update_formula():
 def test_training_step_on_gpu_matches_mxnet(model, gpu_available):
     with gpu_available:
         record, _ = gen.run_step(mx, model, hybridize=True)
-    compare(record, model)
+    # The compiled GPU program sums in other orders than NumPy (GEMMs, reductions, BatchNorm
+    # statistics in double): the signed sum of a gradient, where terms cancel, moves by about
+    # as much as the cpu path's own distance to MXNet (which already uses most of the bound).
+    compare(record, model, slack=2.0)
 
 
 @pytest.mark.oracle

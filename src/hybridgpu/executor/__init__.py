@@ -1,7 +1,8 @@
 """Executors: one module (or package) per backend, each registering itself with
 ``compiler.pipeline.register_backend`` for its device type when imported (``hybridgpu``
 imports this package). ``cpu``: ``CpuExecutable`` replays the generated NumPy program of
-``compiler.codegen.python``. A gpu backend adds ``from . import gpu`` here. The reference
+``compiler.codegen.python``; ``gpu``: the GPU program over one arena, captured as CUDA graphs
+(``executor.gpu``). The reference
 interpreter (``compiler.pipeline.InterpretedExecutable``) is every device's fallback.
 
 Example:
@@ -11,6 +12,7 @@ Example:
     ('cpu', 'CpuExecutable')
 """
 
+from . import gpu  # noqa: F401  (registers the gpu backend)
 from .cpu import CpuExecutable
 
 __all__ = ["CpuExecutable"]

@@ -50,7 +50,7 @@ __all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError"]
 #: Signatures kept per block before the oldest is dropped (with one warning).
 MAX_TRACES = 8
 _HYBRIDIZE_FLAGS = ("static_alloc", "static_shape", "inline_limit", "forward_bulk_size",
-                    "backward_bulk_size", "cuda_graph", "clear", "backend")
+                    "backward_bulk_size", "cuda_graph", "clear", "backend", "static_output")
 
 
 class _Program:
@@ -192,10 +192,12 @@ class HybridBlock(Block):
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
                   static_shape=False, inline_limit=2, forward_bulk_size=None,
-                  backward_bulk_size=None, cuda_graph=True, **kwargs):
+                  backward_bulk_size=None, cuda_graph=True, static_output=False, **kwargs):
         """Trace and replay from the next call (recursively). ``static_alloc`` and
         ``static_shape`` are accepted as in MXNet; ``cuda_graph=False`` turns off CUDA-graph
-        capture on gpu. Unknown keywords are refused here, not at the first forward."""
+        capture on gpu; ``static_output=True`` (gpu) returns the compiled program's own output
+        buffers, overwritten by the next call, instead of fresh copies. Unknown keywords are
+        refused here, not at the first forward."""
         if kwargs:
             raise TypeError(f"{type(self).__name__}.hybridize() got unexpected keyword "
                             f"arguments {sorted(kwargs)}; accepted: {list(_HYBRIDIZE_FLAGS)}")
@@ -204,13 +206,14 @@ class HybridBlock(Block):
                              "supported by hybridgpu")
         self._active = active
         self._flags = {"static_alloc": static_alloc, "static_shape": static_shape,
-                       "cuda_graph": cuda_graph}
+                       "cuda_graph": cuda_graph, "static_output": static_output}
         if clear:
             self._clear_cache()
         super().hybridize(active, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit,
                           forward_bulk_size=forward_bulk_size,
-                          backward_bulk_size=backward_bulk_size, cuda_graph=cuda_graph)
+                          backward_bulk_size=backward_bulk_size, cuda_graph=cuda_graph,
+                          static_output=static_output)
 
     # -- forward ------------------------------------------------------------------------
     def forward(self, x, *args):
@@ -340,7 +343,8 @@ class HybridBlock(Block):
         for name, param in trace.params:
             values[name] = param.data(ctx)._data
         if trace.executable is None:
-            trace.executable = compile_graph(trace.graph, ctx, key[3], self._flags)
+            flags = {**self._flags, "data_inputs": tuple(trace.input_names), "block": self.name}
+            trace.executable = compile_graph(trace.graph, ctx, key[3], flags)
         outs = trace.executable(values, rng=random_state.generator(ctx))
         return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
 

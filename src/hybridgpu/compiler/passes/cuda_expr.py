@@ -16,6 +16,8 @@ Example:
     >>> expr, body = compose(members, [1])
     >>> expr
     '(in0 + in1) * ((T)(0.5))'
+    >>> c_literal(float("inf")), c_literal(float("nan"))
+    ('__int_as_float(0x7f800000)', '__int_as_float(0x7fc00000)')
     >>> print(body)
     T t0 = in0 + in1;
     T t1 = t0 * ((T)(0.5));
@@ -29,6 +31,10 @@ import re
 
 __all__ = ["compose", "c_literal", "substitute"]
 
+# NVRTC has no INFINITY/NAN macros (they come from headers it lacks): write the bits.
+_INF = "__int_as_float(0x7f800000)"
+_NAN = "__int_as_float(0x7fc00000)"
+
 #: Longest single expression kept (longer ones come only as statements).
 MAX_EXPRESSION = 4000
 
@@ -41,9 +47,9 @@ def c_literal(value):
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
-            return "NAN"
+            return _NAN
         if math.isinf(value):
-            return "INFINITY" if value > 0 else "-INFINITY"
+            return _INF if value > 0 else f"-{_INF}"
         return repr(value)
     return None
 

@@ -1,0 +1,355 @@
+"""``GpuExecutable``: runs a GPU ``Program`` on CuPy, captured once as CUDA graphs and replayed.
+
+A call (the Executable contract of ``compiler.pipeline``):
+
+1. The replay stream (a non-blocking stream the executable owns) waits for an event recorded
+   on the caller's current stream, so it sees the inputs the caller wrote.
+2. The staged inputs are copied device-to-device into their arena regions.
+3. The steps run. The first call runs them eagerly (compiling the kernels, creating the cuBLAS
+   handle); then each captured segment (a run of steps between eager ones) is captured into a
+   ``cupy.cuda.Graph`` without running. Every later call launches the graphs, with the eager
+   steps run between them. ``cuda_graph=False`` runs every call eagerly.
+4. The outputs are copied out into fresh arrays (``static_output=True``: the arena's own
+   buffers are returned, overwritten by the next call).
+5. The caller's stream waits for an event recorded on the replay stream.
+
+A graph reads bound inputs (parameters) by the pointer they had at capture: every call checks
+those pointers, and a parameter whose array was replaced (``cast``, ``reset_ctx``,
+``load_parameters``...) makes the call recapture instead of replaying over freed memory. Writes
+into the same array (``set_data``, a Trainer's update) are seen by the next replay. A bound
+input that arrives non-contiguous is copied to a contiguous array first (and, its pointer being
+new, recaptured: slow but right). One lock serializes calls (the arena is shared).
+
+``HYBRIDGPU_DUMP_CUDA=DIR`` writes the program's CUDA source to ``DIR/<hash>.cu``.
+
+Example (CuPy or the virtual GPU needed to run a program; here only what it would run):
+    >>> import hybridgpu as mx
+    >>> from hybridgpu.compiler.passes import fuse_elementwise
+    >>> from hybridgpu.graph import Graph, infer_shapes, infer_types
+    >>> x = mx.sym.var("x")
+    >>> g = Graph((mx.sym.relu(x) * 2)._outputs)
+    >>> infer_shapes(g, {"x": (8,)}); infer_types(g, {"x": "float32"})
+    >>> exe = GpuExecutable.build(fuse_elementwise(g), None, mx.gpu(0), False,
+    ...                           {"data_inputs": ("x",)})
+    >>> print(exe)
+    gpu program: 1 step, 1 kernel, arena 512 B, 1 captured segment
+      in      x -> arena[256] (32 B)
+      0  launch  k1_fused grid=1 block=256 (arena[0], arena[256], aligned)  (%1)
+      out 0   arena[0] (8,) float32
+    >>> "k1_fused_f(a0.x, r0.x);" in exe.source  # the float4 path, lane x
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from ...base import MXNetError
+from ...compiler.codegen.cuda import numbered
+from ...compiler.passes import plan_memory
+from ...compiler.pipeline import Executable
+from .lower import kernel_file_name, lower
+from .policy import GpuMemoryPolicy
+from .program import ALIGNED, Buffer, Copy, Gemm, Launch, Ref
+
+__all__ = ["GpuExecutable", "build_gpu_executable"]
+
+_D2D = 3  # cudaMemcpyDeviceToDevice
+
+
+class GpuExecutable(Executable):
+    """A compiled gpu graph: ``exe(inputs, rng=None) -> [arrays]``; ``print(exe)`` lists
+    the program's steps, ``exe.source`` is its CUDA source, ``exe.program`` the Program."""
+
+    def __init__(self, graph, program, ctx, is_train, flags=None):
+        flags = dict(flags or {})
+        self.graph, self.program, self.ctx, self.is_train = graph, program, ctx, is_train
+        self.source = program.source or None
+        self.use_graphs = flags.get("cuda_graph", True) is not False
+        self.static_output = bool(flags.get("static_output", False))
+        self.tf32 = _tf32(flags)
+        self.block = flags.get("block")  # the HybridBlock's name, for error messages
+        self._lock = threading.Lock()
+        self._state = None
+        self.captures = 0   # how many times the program was captured (tests read it)
+        _dump(program.source)
+
+    @classmethod
+    def build(cls, graph, plan, ctx, is_train, flags=None):
+        """Lower ``graph`` (laid out by ``plan``, planned here when None) to a Program."""
+        flags = dict(flags or {})
+        plan = plan if plan is not None else plan_memory(graph, policy=GpuMemoryPolicy())
+        names = [n.name for n in graph.variables]
+        staged = flags.get("data_inputs")
+        staged = names if staged is None else [n for n in names if n in set(staged)]
+        return cls(graph, lower(graph, plan, staged, is_train), ctx, is_train, flags)
+
+    def __str__(self):
+        return str(self.program)
+
+    def __call__(self, inputs, rng=None):
+        with self._lock, self.ctx.scope():
+            if self._state is None:
+                self._state = _State(self)
+            return self._state.call(inputs, rng)
+
+    @property
+    def arena_bytes(self):
+        """Size of the arena this executable allocates on the device."""
+        return self.program.arena_bytes
+
+
+def _tf32(flags):
+    from .cublas import tf32_allowed
+
+    return tf32_allowed(flags)
+
+
+def _dump(source):
+    folder = os.environ.get("HYBRIDGPU_DUMP_CUDA")
+    if not folder or not source:
+        return
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, kernel_file_name(source))
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+
+
+class _State:
+    """The device side of one executable: arena, module, stream, handle, graphs."""
+
+    def __init__(self, exe):
+        self.exe, self.program = exe, exe.program
+        xp = self.xp = exe.ctx.xp
+        try:
+            self.arena = xp.empty((max(self.program.arena_bytes, 1),), dtype=np.uint8)
+        except Exception as err:  # CuPy's OutOfMemoryError and its kin
+            owner = f" of HybridBlock {exe.block!r}" if exe.block else ""
+            raise MXNetError(f"gpu program{owner}: cannot allocate its arena of "
+                             f"{self.program.arena_bytes} bytes on {exe.ctx} (one arena per "
+                             f"input signature; see executable.arena_bytes): {err}") from None
+        self.stream = xp.cuda.Stream(non_blocking=True)
+        self.constants = {k: xp.asarray(v) for k, v in self.program.constants.items()}
+        self.staged = set(self.program.inputs)
+        self.functions = {}
+        self.module = None
+        self.cublas = None
+        self.graphs = None        # [(kind, step indices, Graph or None)]
+        self.bound_key = None     # pointers of the bound inputs the graphs were captured with
+        self.ext = {}
+        self.ready, self.done = xp.cuda.Event(), xp.cuda.Event()  # reused: calls are serial
+        self.seeded = False
+
+    # -- one call -----------------------------------------------------------------------
+    def call(self, inputs, rng):
+        xp, stream = self.xp, self.stream
+        self.ext = self._externals(inputs)
+        caller = xp.cuda.get_current_stream()
+        if self.program.rng_state is not None and not self.seeded:
+            self._seed(rng)
+        self.ready.record(caller)
+        with stream:
+            stream.wait_event(self.ready)
+            self._stage(inputs)
+            if not self.exe.use_graphs:
+                self._run(range(len(self.program.steps)), rng)
+            else:
+                self._replay(rng)
+            outs = self._outputs()
+            self.done.record(stream)
+        caller.wait_event(self.done)
+        return outs
+
+    def _seed(self, rng):
+        """Write the Philox seed (drawn from the call's generator, so ``mx.random.seed``
+        makes dropout masks repeat) and a zero run counter into the arena (once)."""
+        rng = rng if rng is not None else self.xp.random
+        words = self.xp.asnumpy(rng.randint(0, 2 ** 31 - 1, size=(2,))).astype(np.uint64)
+        seed = int(words[0]) << 31 | int(words[1])
+        state = self.view(Ref.arena(self.program.rng_state), (2,), "uint64")
+        state[...] = self.xp.asarray(np.array([seed, 0], dtype=np.uint64))
+        self.seeded = True
+
+    def _externals(self, inputs):
+        ext = dict(self.constants)
+        for name in self.program.bound:
+            try:
+                array = inputs[name]
+            except KeyError:
+                raise MXNetError(f"gpu program: no value for input {name!r}") from None
+            if not array.flags.c_contiguous:
+                array = self.xp.ascontiguousarray(array)
+            ext[name] = array
+        return ext
+
+    def _stage(self, inputs):
+        runtime = self.xp.cuda.runtime
+        for name, (offset, nbytes) in self.program.inputs.items():
+            try:
+                array = inputs[name]
+            except KeyError:
+                raise MXNetError(f"gpu program: no value for input {name!r}") from None
+            if array.nbytes != nbytes:
+                raise MXNetError(f"gpu program: input {name!r} has {array.nbytes} bytes, the "
+                                 f"program was compiled for {nbytes}")
+            if not array.flags.c_contiguous:
+                array = self.xp.ascontiguousarray(array)
+            runtime.memcpyAsync(self.arena.data.ptr + offset, array.data.ptr, nbytes, _D2D,
+                                self.stream.ptr)
+
+    def _replay(self, rng):
+        key = tuple(self.ext[n].data.ptr for n in self.program.bound)
+        if self.graphs is None or key != self.bound_key:
+            self._run(range(len(self.program.steps)), rng)  # this call's results
+            self._capture()
+            self.bound_key = key
+            return
+        for _kind, steps, graph in self.graphs:
+            if graph is not None:
+                graph.launch(stream=self.stream)
+            else:
+                self._run(steps, rng)
+
+    def _capture(self):
+        self.graphs = []
+        for kind, steps in self.program.segments():
+            if kind == "eager":
+                self.graphs.append((kind, steps, None))
+                continue
+            self.stream.begin_capture()
+            try:
+                self._run(steps, None)
+            finally:
+                graph = self.stream.end_capture()
+            self.graphs.append((kind, steps, graph))
+        self.exe.captures += 1
+
+    def _outputs(self):
+        outs = []
+        runtime = self.xp.cuda.runtime
+        for ref, shape, dtype in self.program.outputs:
+            source = self.view(ref, shape, dtype)
+            if self.exe.static_output and ref.kind == "arena":
+                outs.append(source)
+                continue
+            out = self.xp.empty(shape, dtype=dtype)
+            if out.nbytes:
+                runtime.memcpyAsync(out.data.ptr, source.data.ptr, out.nbytes, _D2D,
+                                    self.stream.ptr)
+            outs.append(out)
+        return outs
+
+    # -- steps --------------------------------------------------------------------------
+    def view(self, ref, shape, dtype):
+        """The array a Ref names, as ``shape`` and ``dtype``."""
+        if ref.kind == "ext":
+            array = self.ext[ref.name]
+            return array if array.shape == tuple(shape) else array.reshape(shape)
+        return self.xp.ndarray(tuple(shape), dtype=dtype, memptr=self.arena.data + ref.offset)
+
+    def ptr(self, ref):
+        if ref.kind == "ext":
+            return self.ext[ref.name].data.ptr
+        return self.arena.data.ptr + ref.offset
+
+    def _run(self, indices, rng):
+        steps = self.program.steps
+        for n in indices:
+            step = steps[n]
+            try:
+                if isinstance(step, Launch):
+                    self._launch(step)
+                elif isinstance(step, Gemm):
+                    self._gemm(step)
+                elif isinstance(step, Copy):
+                    self.xp.cuda.runtime.memcpyAsync(self.ptr(step.dst), self.ptr(step.src),
+                                                     step.nbytes, _D2D, self.stream.ptr)
+                else:
+                    self._eager(step, rng)
+            except MXNetError as err:
+                raise MXNetError(f"gpu program step {n} ({self._where(step)}): {err}") from None
+
+    def _where(self, step):
+        node = self.exe.graph.nodes[step.node] if step.node >= 0 else None
+        return f"node %{step.node} {node.op.name}" if node is not None else "program"
+
+    def _function(self, name):
+        fn = self.functions.get(name)
+        if fn is None:
+            if self.module is None:
+                self.module = self._compile()
+            fn = self.functions[name] = self.module.get_function(name)
+        return fn
+
+    def _compile(self):
+        try:
+            return self.xp.RawModule(code=self.program.source, options=("-std=c++17",))
+        except Exception as err:
+            raise MXNetError(f"gpu program: the generated CUDA source does not compile: "
+                             f"{err}\n{numbered(self.program.source)}") from None
+
+    def _launch(self, step):
+        kernel = self._function(step.kernel)
+        args, pointers = [], []
+        for a in step.args:
+            if isinstance(a, Buffer):
+                array = self.view(a.ref, (a.count,), a.dtype)
+                args.append(array)
+                pointers.append(array.data.ptr)
+            else:
+                args.append(a)
+        aligned = np.int32(all(p % 16 == 0 for p in pointers))
+        kernel(step.grid, step.block, tuple(aligned if a is ALIGNED else a for a in args))
+
+    def _gemm(self, step):
+        if self.cublas is None:
+            from .cublas import Cublas
+
+            ws = self.program.workspace
+            from .lower import WORKSPACE_BYTES
+
+            self.cublas = Cublas(self.xp, self.stream.ptr,
+                                 self.arena.data.ptr + ws if ws is not None else 0,
+                                 WORKSPACE_BYTES if ws is not None else 0, self.exe.tf32)
+            weakref.finalize(self, self.cublas.close)
+        self.cublas.gemm(step, self.ptr(step.a), self.ptr(step.b), self.ptr(step.c))
+
+    def _eager(self, step, rng):
+        xp = self.xp
+        args = [self.view(ref, shape, dtype) for ref, shape, dtype in step.ins]
+        kwargs = dict(step.attrs)
+        if step.random:
+            kwargs["rng"] = rng if rng is not None else xp.random
+        if step.is_train is not None:
+            kwargs["is_train"] = step.is_train
+        try:
+            result = step.op.compute(xp, *args, **kwargs)
+        except MXNetError:
+            raise
+        except (ValueError, TypeError, IndexError, ArithmeticError) as err:
+            raise MXNetError(f"{type(err).__name__}: {err}") from None
+        results = result if isinstance(result, tuple) else (result,)
+        for out, value in zip(step.outs, results):
+            if out is None:
+                continue
+            ref, shape, dtype = out
+            target = self.view(ref, shape, dtype)
+            target[...] = value
+
+
+def build_gpu_executable(graph, plan, ctx, is_train, flags=None):
+    """The hook of ``compiler.pipeline.compile_graph`` for gpu contexts: a GpuExecutable, or
+    None when the graph cannot be laid out in an arena (the caller then interprets it)."""
+    from .lower import LoweringError
+
+    try:
+        return GpuExecutable.build(graph, plan, ctx, is_train, flags)
+    except LoweringError:
+        return None
