@@ -105,4 +105,8 @@ def test_gpucheck_runs_every_target(tmp_path):
     assert not errors, errors
     assert code == 0
     assert {r["name"] for r in result["targets"]} == {"mlp", "chain8", "resnet18"}
+    chain8 = next(r for r in result["targets"] if r["name"] == "chain8")
+    assert chain8["kernels"]["fused"]["median_us"] > 0  # the fused kernel timed alone
+    mlp = next(r for r in result["targets"] if r["name"] == "mlp")
+    assert mlp["call_floor"]["median_us"] > 0
     assert result["environment"]["commit"]

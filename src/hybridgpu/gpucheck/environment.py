@@ -34,6 +34,9 @@ def _cuda_versions(xp):
     runtime = xp.cuda.runtime
     info = {"cupy": getattr(xp, "__version__", "unknown"),
             "virtual_gpu": bool(getattr(xp, "is_virtual", False))}
+    if info["virtual_gpu"]:
+        info["device"] = "virtual GPU (hybridgpu.vgpu: kernels on the CPU, times meaningless)"
+        return info
     try:
         props = runtime.getDeviceProperties(0)
         name = props.get("name", b"")

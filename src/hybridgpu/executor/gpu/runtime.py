@@ -102,6 +102,26 @@ class GpuExecutable(Executable):
         """Size of the arena this executable allocates on the device."""
         return self.program.arena_bytes
 
+    def time_kernels(self, opts=None):
+        """Device time of each kernel launch of the program alone (after a first call),
+        ``{"<step> <kernel>": {median_us, min_us, max_us, ...}}`` plus ``"fused"``: the first
+        fused kernel's (else the slowest kernel's), for ``gpucheck``'s kernel-vs-copy target."""
+        from ...gpucheck.timing import time_calls
+
+        if self._state is None:
+            raise MXNetError("time_kernels: call the executable once first")
+        state, times = self._state, {}
+        with self._lock, self.ctx.scope(), state.stream:
+            for n, step in enumerate(self.program.steps):
+                if isinstance(step, Launch):
+                    times[f"{n} {step.kernel}"] = time_calls(
+                        lambda step=step: state._launch(step), state.xp, **(opts or {}))
+        fused = [v for k, v in times.items() if "fused" in k]
+        if times:
+            times["fused"] = fused[0] if fused else max(times.values(),
+                                                         key=lambda t: t["median_us"])
+        return times
+
 
 def _tf32(flags):
     from .cublas import tf32_allowed
