@@ -275,3 +275,54 @@ def test_helper_outputs_cannot_escape(text):
     assert all(" " <= ch <= "~" for ch in literal) and literal.startswith('"')
     body = literal[1:-1].replace("\\\\", "")
     assert '"' not in body.replace('\\"', "")
+
+
+# -- every path a model file takes: Module, the GPU backend, kernel dumps, Custom ops ----------
+
+def test_module_with_hostile_names(tmp_path):
+    marker = tmp_path / "PWNED"
+    doc, params, x, expected = _model(tmp_path)
+    doc2, params2 = _rename(doc, params, _unique_names(doc, _payloads(marker)[:6]))
+    sym = mx.sym.load_json(json.dumps(doc2))
+    data = doc2["nodes"][doc2["arg_nodes"][0]]["name"]
+    module = mx.mod.Module(sym, data_names=[data], label_names=None)
+    module.bind(data_shapes=[(data, x.shape)], for_training=False)
+    args = {k.split(":", 1)[1]: v for k, v in params2.items() if k.startswith("arg:")}
+    module.set_params(args, {}, allow_missing=False)
+    module.forward(mx.io.DataBatch([x]), is_train=False)
+    np.testing.assert_allclose(module.get_outputs()[0].asnumpy(), expected, rtol=1e-6)
+    assert not marker.exists()
+
+
+@pytest.mark.gpu
+def test_hostile_names_on_the_gpu_backend(tmp_path, monkeypatch):
+    marker = tmp_path / "PWNED"
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("HYBRIDGPU_DUMP_CUDA", str(dump))
+    doc, params, x, expected = _model(tmp_path)
+    doc2, params2 = _rename(doc, params, _unique_names(doc, _payloads(marker)))
+    (tmp_path / "g-symbol.json").write_text(json.dumps(doc2))
+    nd.save(str(tmp_path / "g-0000.params"), params2)
+    data = doc2["nodes"][doc2["arg_nodes"][0]]["name"]
+    block = gluon.SymbolBlock.imports(str(tmp_path / "g-symbol.json"), [data],
+                                      str(tmp_path / "g-0000.params"), ctx=mx.gpu(0))
+    block.hybridize()
+    xg = x.as_in_context(mx.gpu(0))
+    for _ in range(2):  # the eager first call, then the replay
+        np.testing.assert_allclose(block(xg).asnumpy(), expected, rtol=1e-4, atol=1e-6)
+    exe = block._last_trace.executable
+    assert exe.source and all(" " <= ch <= "~" for ln in exe.source.splitlines() for ch in ln)
+    names = [p.name for p in dump.iterdir()]
+    assert names and all(len(n) > 3 and n.endswith(".cu")
+                         and all(c in "0123456789abcdef" for c in n[:-3]) for n in names)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("op_type", ["os.system", "subprocess", "__import__", "../evil"])
+def test_custom_op_types_are_looked_up_never_imported(op_type):
+    doc = json.loads(mx.sym.relu(mx.sym.var("x"), name="r").tojson())
+    doc["nodes"][1]["op"] = "Custom"
+    doc["nodes"][1]["attrs"] = {"op_type": op_type}
+    with pytest.raises(mx.MXNetError):
+        sym = mx.sym.load_json(json.dumps(doc))
+        sym.bind(mx.cpu(), {"x": nd.ones((2,))}).forward()
