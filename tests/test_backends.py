@@ -156,7 +156,10 @@ def test_backends_are_looked_up_by_device_type_and_get_the_hybridize_flags(monke
     got = net(mx.nd.array(x)).asnumpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     (plan, flags), = recorder.calls
-    assert flags == {"static_alloc": True, "static_shape": True, "cuda_graph": True}
+    hybridize_flags = ("static_alloc", "static_shape", "cuda_graph", "static_output")
+    assert {k: flags[k] for k in hybridize_flags} == {
+        "static_alloc": True, "static_shape": True, "cuda_graph": True, "static_output": False}
+    assert flags["block"] == net.name and flags["data_inputs"] == ("data",)
     assert plan.policy is recorder.policies[0]
 
 
