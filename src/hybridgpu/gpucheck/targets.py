@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import gluon, nd
 from ..bench import seed_mlp
-from .timing import time_calls
+from ..timing import time_calls
 from .torch_peer import TorchPeer
 
 __all__ = ["run_targets", "TARGETS", "Chain8"]
