@@ -18,7 +18,10 @@ from hybridgpu.gluon import nn, rnn
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "mxnet_rnn")
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures", "mxnet_rnn")
+SYMBOLIC = os.path.join(HERE, "fixtures", "mxnet_onnx_rnn")  # make_mxnet_onnx_rnn_fixtures.py
+ORACLE = os.path.join(HERE, "..", ".oracle", "bin", "python")
 RTOL, ATOL = 1e-5, 1e-6
 
 LAYERS = {"lstm": lambda **kw: rnn.LSTM(5, **kw), "gru": lambda **kw: rnn.GRU(5, **kw),
@@ -213,6 +216,36 @@ def test_files_mxnet_wrote(name, tmp_path):
     got, names = _run_onnx(path, dict(zip(entry["input_names"], inputs)))
     assert names == entry["input_names"]
     np.testing.assert_allclose(got[0], arrays[f"export/{name}/out"], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", ["lstm_tagger", "gru_tagger"])
+def test_symbolic_models_mxnet_wrote(name, tmp_path):
+    """Embedding -> LSTM/GRU -> Dense as MXNet writes it from a symbolic call: the zero states
+    are ``_zeros`` of batch 0 (unknown), completed by shape inference and exported as
+    constants; the file gives MXNet's outputs."""
+    arrays = np.load(os.path.join(SYMBOLIC, "arrays.npz"))
+    tokens = arrays[f"{name}/in"]
+    prefix = os.path.join(SYMBOLIC, name)
+    path = mx.onnx.export_model(f"{prefix}-symbol.json", f"{prefix}-0000.params",
+                                [tokens.shape], np.float32, str(tmp_path / f"{name}.onnx"))
+    got, names = _run_onnx(path, {"data": tokens})
+    assert names == ["data"]
+    np.testing.assert_allclose(got[0], arrays[f"{name}/out"], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.oracle
+def test_generator_reproduces_fixtures(tmp_path):
+    import subprocess
+
+    if not os.path.exists(ORACLE):
+        pytest.skip(f"the real MXNet is not installed at {ORACLE}")
+    script = os.path.join(HERE, "fixtures", "make_mxnet_onnx_rnn_fixtures.py")
+    done = subprocess.run([ORACLE, script, "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in sorted(os.listdir(SYMBOLIC)):
+        with open(os.path.join(SYMBOLIC, name), "rb") as kept:
+            assert (tmp_path / name).read_bytes() == kept.read(), name
 
 
 def test_hostile_names(tmp_path):
