@@ -195,6 +195,16 @@ def test_parameters_as_graph_input(tmp_path):
     assert names == ["data", "flat", "h0"]
     _check(got, expected[:2])
     assert "Gather" in [n.op_type for n in onnx.load(path).graph.node]
+    # the same vector given as a parameter: W, R and B become initializers, no Gather
+    flat = {"flat": mx.nd.array(feeds.pop("flat"))}
+    path = mx.onnx.export_model(out, flat, [v.shape for v in feeds.values()], np.float32,
+                                str(tmp_path / "folded.onnx"))
+    got, names = _run_onnx(path, feeds)
+    assert names == ["data", "h0"]
+    _check(got, expected[:2])
+    model = onnx.load(path)
+    assert "Gather" not in [n.op_type for n in model.graph.node]
+    assert "flat" not in [t.name for t in model.graph.initializer]
 
 
 def _mxnet_exports():
