@@ -243,6 +243,21 @@ def test_symbolic_models_mxnet_wrote(name, tmp_path):
     np.testing.assert_allclose(got[0], arrays[f"{name}/out"], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("name", ["lstm_tagger", "gru_tagger"])
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_symbolic_rnn_files_mxnet_wrote_import_and_run(name, hybridize):
+    """The same files through SymbolBlock.imports: their ``_zeros`` states of batch 0 take the
+    inferred batch, as MXNet fills them."""
+    arrays = np.load(os.path.join(SYMBOLIC, "arrays.npz"))
+    prefix = os.path.join(SYMBOLIC, name)
+    block = mx.gluon.SymbolBlock.imports(f"{prefix}-symbol.json", ["data"],
+                                         f"{prefix}-0000.params")
+    if hybridize:
+        block.hybridize()
+    got = block(mx.nd.array(arrays[f"{name}/in"]))
+    np.testing.assert_allclose(got.asnumpy(), arrays[f"{name}/out"], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.oracle
 def test_generator_reproduces_fixtures(tmp_path):
     import subprocess
