@@ -124,8 +124,9 @@ class Trainer:
         for param in self._params:
             copies = param.list_data()
             for copy in copies[1:]:
-                copy._data[...] = to_device_array(copies[0]._data, copies[0].context,
-                                                  copy.context, copy=False)
+                with copy.context.scope():
+                    copy._data[...] = to_device_array(copies[0]._data, copies[0].context,
+                                                      copy.context, copy=False)
         self._params_synced = True
 
     def _init_optimizer(self, optimizer, optimizer_params):
