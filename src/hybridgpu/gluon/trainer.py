@@ -54,7 +54,7 @@ import warnings
 
 from .. import optimizer as opt
 from ..base import MXNetError
-from ..kvstore import KVStore
+from ..kvstore import KVStore, device_reduce
 from ..kvstore import create as create_kvstore
 from ..kvstore.dist import DIST_TYPES, DistKVStore
 from ..ndarray import NDArray
@@ -184,7 +184,7 @@ class Trainer:
             if isinstance(kv, KVStore):
                 _sum_through_kvstore(kv, index, param.list_grad())
             else:
-                _sum_into_every_copy(param.list_grad())
+                device_reduce.sum_into_every(param.list_grad())
 
     def _update(self, ignore_stale_grad):
         pending = []
@@ -303,20 +303,6 @@ def _check_kvstore(kvstore):
 def _is_fresh(data):
     info = getattr(data, "_ag", None)
     return bool(info is not None and getattr(info, "fresh", False))
-
-
-def _sum_into_every_copy(grads):
-    """Write the sum of ``grads`` (one per context) into each of them."""
-    if len(grads) < 2:
-        return
-    first = grads[0]
-    with first.context.scope():
-        total = first._data.copy()
-        for g in grads[1:]:
-            total += to_device_array(g._data, g.context, first.context, copy=False)
-    for g in grads:
-        with g.context.scope():
-            g._data[...] = to_device_array(total, first.context, g.context, copy=False)
 
 
 def _sum_through_kvstore(kv, key, grads):
