@@ -166,5 +166,5 @@ def test_values_nccl_cannot_reduce_take_the_copying_sum(gpu_available, nccl_call
             mx.nd.array([3, 4], ctx=mx.cpu(), dtype="int32")]
     device_reduce.sum_into_every(ints)  # a cpu value: no NCCL, no warning needed
     assert nccl_calls == [] and ints[0].asnumpy().tolist() == [4, 6]
-    with pytest.raises(device_reduce.NcclUnavailable, match="own GPU"):
+    with pytest.raises(device_reduce.NcclUnavailableError, match="own GPU"):
         device_reduce.nccl_all_reduce([ints[0], ints[0]])

@@ -32,7 +32,7 @@ from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
 
 __all__ = ["sum_into_every", "summed", "nccl_all_reduce", "nccl_module", "communicators",
-           "NcclUnavailable"]
+           "NcclUnavailableError"]
 
 _ENV = "HYBRIDGPU_NCCL"
 _DTYPE_NAMES = {np.dtype(np.int8): "NCCL_INT8", np.dtype(np.uint8): "NCCL_UINT8",
@@ -45,15 +45,15 @@ _communicators: dict = {}  # (id(xp), device ids) -> [NcclCommunicator, one per 
 _warned = [False]
 
 
-class NcclUnavailable(RuntimeError):
+class NcclUnavailableError(RuntimeError):
     """NCCL cannot serve this reduction (the reason is the message)."""
 
 
 def nccl_module(xp):
     """The ``cupy.cuda.nccl`` of array module ``xp`` (the stand-in on the virtual GPU), or
-    ``NcclUnavailable`` saying why not."""
+    ``NcclUnavailableError`` saying why not."""
     if os.environ.get(_ENV, "1") == "0":
-        raise NcclUnavailable(f"{_ENV}=0 is set")
+        raise NcclUnavailableError(f"{_ENV}=0 is set")
     if getattr(xp, "is_virtual", False):
         return xp.cuda.nccl
     with warnings.catch_warnings():
@@ -61,9 +61,9 @@ def nccl_module(xp):
         try:
             module = importlib.import_module("cupy.cuda.nccl")
         except ImportError as err:
-            raise NcclUnavailable(f"cupy.cuda.nccl does not import ({err})") from None
+            raise NcclUnavailableError(f"cupy.cuda.nccl does not import ({err})") from None
     if not getattr(module, "available", False):
-        raise NcclUnavailable("CuPy found no NCCL library (pip install nvidia-nccl-cu13)")
+        raise NcclUnavailableError("CuPy found no NCCL library (pip install nvidia-nccl-cu13)")
     return module
 
 
@@ -78,7 +78,7 @@ def communicators(xp, device_ids):
             try:
                 comms = nccl.NcclCommunicator.initAll(list(device_ids))
             except Exception as err:  # noqa: BLE001  (any failure: fall back, said once)
-                raise NcclUnavailable(f"NcclCommunicator.initAll({list(device_ids)}) failed: "
+                raise NcclUnavailableError(f"NcclCommunicator.initAll({list(device_ids)}) failed: "
                                       f"{type(err).__name__}: {err}") from None
             _communicators[key] = comms
     return comms
@@ -87,7 +87,7 @@ def communicators(xp, device_ids):
 def nccl_all_reduce(sends, recvs=None):
     """Sum device arrays ``sends`` (one per GPU, NDArrays) with NCCL into ``recvs`` (NDArrays
     of the same devices; ``sends`` themselves when None): each receives the total.
-    ``NcclUnavailable`` when NCCL cannot do it (nothing is written then)."""
+    ``NcclUnavailableError`` when NCCL cannot do it (nothing is written then)."""
     recvs = sends if recvs is None else recvs
     _check_nccl_able(sends)
     ctx0 = sends[0].context
@@ -107,17 +107,17 @@ def nccl_all_reduce(sends, recvs=None):
 
 
 def _check_nccl_able(arrays):
-    """``NcclUnavailable`` unless each array is a contiguous array of its own GPU, all of
+    """``NcclUnavailableError`` unless each array is a contiguous array of its own GPU, all of
     one shape and an NCCL dtype."""
     ids = [a.context.device_id if a.context.is_gpu else None for a in arrays]
     if None in ids or len(set(ids)) != len(ids):
-        raise NcclUnavailable("the values are not each on its own GPU")
+        raise NcclUnavailableError("the values are not each on its own GPU")
     if len({(a.shape, np.dtype(a.dtype)) for a in arrays}) != 1:
-        raise NcclUnavailable("the values differ in shape or dtype")
+        raise NcclUnavailableError("the values differ in shape or dtype")
     if np.dtype(arrays[0].dtype) not in _DTYPE_NAMES:
-        raise NcclUnavailable(f"NCCL does not reduce dtype {np.dtype(arrays[0].dtype)}")
+        raise NcclUnavailableError(f"NCCL does not reduce dtype {np.dtype(arrays[0].dtype)}")
     if not all(a._data.flags.c_contiguous for a in arrays):
-        raise NcclUnavailable("a value is not contiguous")
+        raise NcclUnavailableError("a value is not contiguous")
 
 
 def _on_gpus(arrays):
@@ -140,7 +140,7 @@ def _try_nccl(sends, recvs=None):
         return False
     try:
         nccl_all_reduce(sends, recvs)
-    except NcclUnavailable as why:
+    except NcclUnavailableError as why:
         _warn_once(str(why))
         return False
     return True
