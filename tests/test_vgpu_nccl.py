@@ -171,3 +171,12 @@ def test_arrays_move_between_devices_as_cupy_moves_them(xp):
             x + 1  # an operator still needs the array's own device
     with xp.cuda.Device(0):
         assert xp.asarray(x) is x  # already on the current device: no copy
+
+
+def test_a_stream_of_another_device_is_refused(xp, nccl):
+    (comm,) = nccl.NcclCommunicator.initAll([1])
+    x = _on(xp, 1, [1.0])
+    with xp.cuda.Device(0):
+        stream = xp.cuda.Stream(non_blocking=True)
+    with pytest.raises(nccl.NcclError, match="of device 0, but the communicator drives device 1"):
+        comm.allReduce(x.data.ptr, x.data.ptr, 1, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr)

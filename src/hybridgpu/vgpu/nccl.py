@@ -9,7 +9,8 @@ memory. It fails loudly where real NCCL would fail or hang:
 - at ``groupEnd()`` every rank of a communicator set must have posted the same collectives
   (same count, datatype and op, in the same order), else ``NcclError`` (a real hang);
 - a buffer must lie inside one live allocation on the communicator's device, and the stream
-  must be a live stream (``MemoryFaultError``/``ValueError`` otherwise);
+  must be a live stream of that device (``MemoryFaultError``/``ValueError``/``NcclError``
+  otherwise);
 - a collective on a capturing stream raises ``CaptureError`` (not emulated: real NCCL records
   into the graph).
 
@@ -191,6 +192,10 @@ class _Call:
         if self.stream.is_capturing():
             raise CaptureError(f"allReduce on capturing {self.stream!r}: the virtual GPU does "
                                "not capture NCCL collectives (a real GPU records them)")
+        if self.stream.ptr != 0 and self.stream.device_id != comm._device_id:
+            raise NcclError(4, f"allReduce of rank {comm._rank_id} on {self.stream!r} of device "
+                               f"{self.stream.device_id}, but the communicator drives device "
+                               f"{comm._device_id}")
         nbytes = count * np.dtype(_DTYPES[datatype]).itemsize
         self.send = self._view(sendbuf, nbytes, "sendbuf")
         self.recv = self._view(recvbuf, nbytes, "recvbuf")
