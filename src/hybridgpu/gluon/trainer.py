@@ -2,8 +2,9 @@
 
 ``step(batch_size)`` sets the optimizer's ``rescale_grad`` to ``1 / batch_size`` (times the
 optimizer's own ``rescale_grad``), sums the gradients of each Parameter's copies across contexts
-(``allreduce_grads``: every copy's gradient becomes the sum), then updates every copy with the
-summed gradient (``update``). Each context has its own updater, so optimizer states live next to
+(``allreduce_grads``: every copy's gradient becomes the sum; an NCCL all-reduce when each copy
+is on its own GPU, ``kvstore.device_reduce``), then updates every copy with the summed gradient
+(``update``). Each context has its own updater, so optimizer states live next to
 the copy they update.
 
 Stale gradients: a Parameter whose gradient was not written by ``backward`` since the last
