@@ -40,15 +40,15 @@ def two_gpus():
 
 @pytest.fixture
 def nccl_calls(monkeypatch):
-    """Counts the NCCL all-reduces (each: the number of devices it reduced over)."""
+    """The NCCL groups posted: for each, the number of devices of each all-reduce in it."""
     calls = []
-    real = device_reduce.nccl_all_reduce
+    real = device_reduce.nccl_all_reduce_many
 
-    def counting(sends, recvs=None):
-        real(sends, recvs)
-        calls.append(len(sends))
+    def counting(pairs):
+        real(pairs)
+        calls.append([len(sends) for sends, _ in pairs])
 
-    monkeypatch.setattr(device_reduce, "nccl_all_reduce", counting)
+    monkeypatch.setattr(device_reduce, "nccl_all_reduce_many", counting)
     return calls
 
 
@@ -61,7 +61,9 @@ def _train(kind, contexts, kvstore="device"):
 @pytest.mark.parametrize("kind", sorted(gen.NETS))
 def test_two_gpus_train_as_mxnet_on_two_cpus(kind, kvstore, two_gpus, nccl_calls):
     net, losses = _train(kind, two_gpus, kvstore)
-    assert nccl_calls and set(nccl_calls) == {2}, "the gradients did not go through NCCL"
+    trained = [p for p in net.collect_params().values() if p.grad_req != "null"]
+    # one NCCL group a step, holding one all-reduce over the 2 gpus per trained parameter
+    assert nccl_calls == [[2] * len(trained)] * gen.STEPS, nccl_calls
     np.testing.assert_allclose(losses, ARRAYS[f"{kind}/losses"], rtol=1e-5)
     for name, param in net.collect_params().items():
         for i, ctx in enumerate(two_gpus):
@@ -123,7 +125,7 @@ def test_kvstore_push_of_two_gpus_sums_with_nccl_and_leaves_the_values(two_gpus,
               mx.nd.array([10.0, 20.0, 30.0], ctx=two_gpus[1])]
     kv.init("w", mx.nd.zeros(3, ctx=two_gpus[1]))
     kv.push("w", values)
-    assert nccl_calls == [2]
+    assert nccl_calls == [[2]]
     outs = [mx.nd.zeros(3, ctx=ctx) for ctx in two_gpus]
     kv.pull("w", out=outs)
     for out in outs:
@@ -134,7 +136,9 @@ def test_kvstore_push_of_two_gpus_sums_with_nccl_and_leaves_the_values(two_gpus,
 
 def test_trainer_with_a_kvstore_object_trains_as_with_a_name(two_gpus, nccl_calls):
     by_name, name_losses = _train("mlp", two_gpus, "device")
+    nccl_calls.clear()
     by_object, object_losses = _train("mlp", two_gpus, mx.kv.create("device"))
+    assert nccl_calls == [[2]] * (4 * gen.STEPS)  # a push per parameter and step
     np.testing.assert_allclose(object_losses, name_losses, rtol=1e-6)
     for name, param in by_name.collect_params().items():
         np.testing.assert_allclose(by_object.collect_params()[name].data(mx.gpu(1)).asnumpy(),

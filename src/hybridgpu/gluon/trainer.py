@@ -179,13 +179,12 @@ class Trainer:
     def _allreduce_grads(self):
         self._sync_parameters()
         kv = self._kvstore_params["kvstore"]
-        for index, param in enumerate(self._params):
-            if param.grad_req == "null":
-                continue
-            if isinstance(kv, KVStore):
-                _sum_through_kvstore(kv, index, param.list_grad())
-            else:
-                device_reduce.sum_into_every(param.list_grad())
+        trained = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+        if not isinstance(kv, KVStore):  # one NCCL group for the whole step on GPUs
+            device_reduce.sum_into_every_of([p.list_grad() for _, p in trained])
+            return
+        for index, param in trained:
+            _sum_through_kvstore(kv, index, param.list_grad())
 
     def _update(self, ignore_stale_grad):
         pending = []

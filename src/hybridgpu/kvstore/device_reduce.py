@@ -31,8 +31,8 @@ import numpy as np
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
 
-__all__ = ["sum_into_every", "summed", "nccl_all_reduce", "nccl_module", "communicators",
-           "NcclUnavailableError"]
+__all__ = ["sum_into_every", "sum_into_every_of", "summed", "nccl_all_reduce",
+           "nccl_all_reduce_many", "nccl_module", "communicators", "NcclUnavailableError"]
 
 _ENV = "HYBRIDGPU_NCCL"
 _DTYPE_NAMES = {np.dtype(np.int8): "NCCL_INT8", np.dtype(np.uint8): "NCCL_UINT8",
@@ -88,42 +88,51 @@ def nccl_all_reduce(sends, recvs=None):
     """Sum device arrays ``sends`` (one per GPU, NDArrays) with NCCL into ``recvs`` (NDArrays
     of the same devices; ``sends`` themselves when None): each receives the total.
     ``NcclUnavailableError`` when NCCL cannot do it (nothing is written then)."""
-    recvs = sends if recvs is None else recvs
-    _check_nccl_able(sends)
-    ctx0 = sends[0].context
-    xp = ctx0.xp
+    nccl_all_reduce_many([(sends, recvs)])
+
+
+def nccl_all_reduce_many(pairs):
+    """``nccl_all_reduce`` of every ``(sends, recvs)`` in ``pairs`` (recvs None: in place),
+    all posted in one NCCL group, so NCCL launches them together."""
+    for sends, _ in pairs:
+        _check_nccl_able(sends)
+    xp = pairs[0][0][0].context.xp
     nccl = nccl_module(xp)
-    comms = communicators(xp, [a.context.device_id for a in sends])
-    datatype = getattr(nccl, _DTYPE_NAMES[np.dtype(sends[0].dtype)])
+    posts = [(communicators(xp, [a.context.device_id for a in sends]), sends,
+              sends if recvs is None else recvs) for sends, recvs in pairs]
     nccl.groupStart()
     try:
-        for comm, send, recv in zip(comms, sends, recvs):
-            with send.context.scope():
-                stream = xp.cuda.get_current_stream()
-                comm.allReduce(send._data.data.ptr, recv._data.data.ptr, send.size, datatype,
-                               nccl.NCCL_SUM, stream.ptr)
+        for comms, sends, recvs in posts:
+            datatype = getattr(nccl, _DTYPE_NAMES[np.dtype(sends[0].dtype)])
+            for comm, send, recv in zip(comms, sends, recvs):
+                with send.context.scope():
+                    stream = xp.cuda.get_current_stream()
+                    comm.allReduce(send._data.data.ptr, recv._data.data.ptr, send.size,
+                                   datatype, nccl.NCCL_SUM, stream.ptr)
     finally:
         nccl.groupEnd()
 
 
 def _check_nccl_able(arrays):
-    """``NcclUnavailableError`` unless each array is a contiguous array of its own GPU, all of
-    one shape and an NCCL dtype."""
+    """``NcclUnavailableError`` unless NCCL can reduce ``arrays`` (``_nccl_able``)."""
+    why = _why_not_nccl(arrays)
+    if why:
+        raise NcclUnavailableError(why)
+
+
+def _why_not_nccl(arrays):
+    """Why NCCL cannot reduce ``arrays`` (each a contiguous array of its own GPU, all of one
+    shape and an NCCL dtype), or "" when it can."""
     ids = [a.context.device_id if a.context.is_gpu else None for a in arrays]
     if None in ids or len(set(ids)) != len(ids):
-        raise NcclUnavailableError("the values are not each on its own GPU")
+        return "the values are not each on its own GPU"
     if len({(a.shape, np.dtype(a.dtype)) for a in arrays}) != 1:
-        raise NcclUnavailableError("the values differ in shape or dtype")
+        return "the values differ in shape or dtype"
     if np.dtype(arrays[0].dtype) not in _DTYPE_NAMES:
-        raise NcclUnavailableError(f"NCCL does not reduce dtype {np.dtype(arrays[0].dtype)}")
+        return f"NCCL does not reduce dtype {np.dtype(arrays[0].dtype)}"
     if not all(a._data.flags.c_contiguous for a in arrays):
-        raise NcclUnavailableError("a value is not contiguous")
-
-
-def _on_gpus(arrays):
-    """True when NCCL would apply: every value on its own GPU."""
-    ids = [a.context.device_id for a in arrays if a.context.is_gpu]
-    return len(ids) == len(arrays) and len(set(ids)) == len(ids)
+        return "a value is not contiguous"
+    return ""
 
 
 def _warn_once(reason):
@@ -131,15 +140,14 @@ def _warn_once(reason):
         _warned[0] = True
         warnings.warn(f"hybridgpu: summing values of several GPUs without NCCL ({reason}); "
                       "they are copied to one device, added and copied back, which is slower",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=4)
 
 
-def _try_nccl(sends, recvs=None):
-    """Run the NCCL all-reduce when it applies; False when the copying sum must run."""
-    if len(sends) < 2 or not _on_gpus(sends):
-        return False
+def _try_nccl(pairs):
+    """Run the NCCL all-reduces of ``pairs`` (each NCCL-able) in one group; False (and the
+    warning, once) when NCCL is unavailable and the copying sum must run."""
     try:
-        nccl_all_reduce(sends, recvs)
+        nccl_all_reduce_many(pairs)
     except NcclUnavailableError as why:
         _warn_once(str(why))
         return False
@@ -148,20 +156,29 @@ def _try_nccl(sends, recvs=None):
 
 def sum_into_every(arrays):
     """Write the sum of ``arrays`` (NDArrays, one per context) into each of them."""
-    if len(arrays) < 2 or _try_nccl(arrays):
-        return
-    total = _copying_sum(arrays, arrays[0].context)
-    for array in arrays:
-        with array.context.scope():
-            array._data[...] = to_device_array(total._data, total.context, array.context,
-                                               copy=False)
+    sum_into_every_of([arrays])
+
+
+def sum_into_every_of(lists):
+    """``sum_into_every`` of each list of ``lists`` (a Trainer step: one list per Parameter);
+    the NCCL-able ones in one NCCL group."""
+    lists = [arrays for arrays in lists if len(arrays) > 1]
+    able = [arrays for arrays in lists if not _why_not_nccl(arrays)]
+    if able and _try_nccl([(arrays, None) for arrays in able]):
+        lists = [arrays for arrays in lists if _why_not_nccl(arrays)]
+    for arrays in lists:
+        total = _copying_sum(arrays, arrays[0].context)
+        for array in arrays:
+            with array.context.scope():
+                array._data[...] = to_device_array(total._data, total.context, array.context,
+                                                   copy=False)
 
 
 def summed(arrays, ctx):
     """A new NDArray on ``ctx`` holding the sum of ``arrays`` (which are left as they are)."""
-    if len(arrays) > 1 and _on_gpus(arrays):
+    if len(arrays) > 1 and not _why_not_nccl(arrays):
         recvs = [_empty_like(a) for a in arrays]
-        if _try_nccl(arrays, recvs):
+        if _try_nccl([(arrays, recvs)]):
             on_ctx = [r for r in recvs if r.context == ctx]
             return on_ctx[0] if on_ctx else recvs[0].as_in_context(ctx)
     return _copying_sum(arrays, ctx)
