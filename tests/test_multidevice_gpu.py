@@ -176,3 +176,13 @@ def test_values_nccl_cannot_reduce_take_the_copying_sum(gpu_available, nccl_call
     assert nccl_calls == [] and ints[0].asnumpy().tolist() == [4, 6]
     with pytest.raises(device_reduce.NcclUnavailableError, match="own GPU"):
         device_reduce.nccl_all_reduce([ints[0], ints[0]])
+
+
+def test_a_dtype_nccl_lacks_takes_the_copying_sum_quietly(two_gpus, nccl_calls):
+    values = [mx.nd.array([1, 2], ctx=ctx, dtype="int16") for ctx in two_gpus]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NCCL is there: no "without NCCL" warning
+        device_reduce.sum_into_every(values)
+    assert nccl_calls == []
+    assert [v.asnumpy().tolist() for v in values] == [[2, 4], [2, 4]]
+    assert all(v.dtype == np.int16 for v in values)
