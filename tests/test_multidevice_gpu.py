@@ -186,3 +186,25 @@ def test_a_dtype_nccl_lacks_takes_the_copying_sum_quietly(two_gpus, nccl_calls):
     assert nccl_calls == []
     assert [v.asnumpy().tolist() for v in values] == [[2, 4], [2, 4]]
     assert all(v.dtype == np.int16 for v in values)
+
+
+def test_a_communicator_that_cannot_be_made_is_tried_once(two_gpus, monkeypatch):
+    nccl = device_reduce.nccl_module(two_gpus[0].xp)
+    tries = []
+
+    def failing_init_all(devices):
+        tries.append(list(devices))
+        raise nccl.NcclError(3, "no GPU here")
+
+    monkeypatch.setattr(nccl.NcclCommunicator, "initAll", staticmethod(failing_init_all))
+    monkeypatch.setattr(device_reduce, "_communicators", {})
+    monkeypatch.setattr(device_reduce, "_warned", [False])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(3):
+            values = [mx.nd.array([1.0, step], ctx=ctx) for ctx in two_gpus]
+            device_reduce.sum_into_every(values)
+            assert [v.asnumpy().tolist() for v in values] == [[2.0, 2 * step]] * 2
+    assert tries == [[0, 1]]
+    said = [str(w.message) for w in caught if "without NCCL" in str(w.message)]
+    assert len(said) == 1 and "initAll([0, 1]) failed" in said[0] and "no GPU here" in said[0]

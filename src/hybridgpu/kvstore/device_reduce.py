@@ -78,9 +78,11 @@ def communicators(xp, device_ids):
             try:
                 comms = nccl.NcclCommunicator.initAll(list(device_ids))
             except Exception as err:  # noqa: BLE001  (any failure: fall back, said once)
-                raise NcclUnavailableError(f"NcclCommunicator.initAll({list(device_ids)}) failed: "
-                                      f"{type(err).__name__}: {err}") from None
-            _communicators[key] = comms
+                comms = NcclUnavailableError(f"NcclCommunicator.initAll({list(device_ids)}) "
+                                             f"failed: {type(err).__name__}: {err}")
+            _communicators[key] = comms  # a failure too: it is not tried again every step
+    if isinstance(comms, NcclUnavailableError):
+        raise NcclUnavailableError(str(comms))
     return comms
 
 
