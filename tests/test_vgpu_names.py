@@ -62,6 +62,7 @@ def stand_in_names():
                 walk(f"{prefix}.{name}", value)
 
     walk("cupy", xp)
+    names = [n for n in names if not n.startswith("cupy.cuda.nccl")]  # checked on its own
     names += [f"cupy.ndarray.{n}" for n in _public(xp.ndarray)]
     names += [f"cupy.random.RandomState.{n}" for n in functions.RandomState.METHODS]
     names += [f"cupy.cuda.Stream.{n}" for n in _public(xp.cuda.Stream) if n != "submit"]
@@ -84,3 +85,44 @@ def test_every_stand_in_name_exists_in_cupy():
     assert done.returncode == 0, done.stderr[-2000:]
     missing = json.loads(done.stdout.strip().splitlines()[-1])
     assert not missing, f"names the virtual GPU offers that CuPy lacks: {missing}"
+
+
+NCCL_CHECK = r"""
+import json, sys
+import cupy.cuda.nccl as nccl
+if not nccl.available:
+    print(json.dumps(None))
+    raise SystemExit
+names = json.load(sys.stdin)
+missing = []
+for dotted in names:
+    obj = nccl
+    for part in dotted.split(".")[3:]:
+        if not hasattr(obj, part):
+            missing.append(dotted)
+            break
+        obj = getattr(obj, part)
+print(json.dumps(missing))
+"""
+
+
+def nccl_stand_in_names():
+    """Dotted names the stand-in offers as ``cupy.cuda.nccl`` (and its communicator's)."""
+    nccl = vgpu.module(1).cuda.nccl
+    names = [f"cupy.cuda.nccl.{n}" for n in _public(nccl)]
+    names += [f"cupy.cuda.nccl.NcclCommunicator.{n}" for n in _public(nccl.NcclCommunicator)]
+    return sorted(names)
+
+
+@pytest.mark.skipif(not HAS_CUPY, reason="needs cupy-cuda13x installed (imports without a GPU)")
+def test_every_nccl_stand_in_name_exists_in_cupy():
+    names = nccl_stand_in_names()
+    assert {"cupy.cuda.nccl.NcclCommunicator.initAll", "cupy.cuda.nccl.groupStart",
+            "cupy.cuda.nccl.NCCL_SUM"} <= set(names)
+    done = subprocess.run([sys.executable, "-c", NCCL_CHECK], input=json.dumps(names),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    missing = json.loads(done.stdout.strip().splitlines()[-1])
+    if missing is None:
+        pytest.skip("CuPy found no NCCL library (pip install nvidia-nccl-cu13)")
+    assert not missing, f"names the virtual GPU's NCCL offers that cupy.cuda.nccl lacks: {missing}"

@@ -283,7 +283,8 @@ class Parameter:
             return
         for arr in self._data.values():
             src = data if isinstance(data, nd.NDArray) else nd.array(data)
-            arr._data[...] = src.as_in_context(arr.context)._data  # not an autograd-visible op
+            with arr.context.scope():  # a copy on another device than the current one
+                arr._data[...] = src.as_in_context(arr.context)._data  # not autograd-visible
 
     def reset_ctx(self, ctx):
         """Move the data (or the pending initialization) to ``ctx``."""

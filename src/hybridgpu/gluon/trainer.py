@@ -2,8 +2,9 @@
 
 ``step(batch_size)`` sets the optimizer's ``rescale_grad`` to ``1 / batch_size`` (times the
 optimizer's own ``rescale_grad``), sums the gradients of each Parameter's copies across contexts
-(``allreduce_grads``: every copy's gradient becomes the sum), then updates every copy with the
-summed gradient (``update``). Each context has its own updater, so optimizer states live next to
+(``allreduce_grads``: every copy's gradient becomes the sum; an NCCL all-reduce when each copy
+is on its own GPU, ``kvstore.device_reduce``), then updates every copy with the summed gradient
+(``update``). Each context has its own updater, so optimizer states live next to
 the copy they update.
 
 Stale gradients: a Parameter whose gradient was not written by ``backward`` since the last
@@ -54,7 +55,7 @@ import warnings
 
 from .. import optimizer as opt
 from ..base import MXNetError
-from ..kvstore import KVStore
+from ..kvstore import KVStore, device_reduce
 from ..kvstore import create as create_kvstore
 from ..kvstore.dist import DIST_TYPES, DistKVStore
 from ..ndarray import NDArray
@@ -124,8 +125,9 @@ class Trainer:
         for param in self._params:
             copies = param.list_data()
             for copy in copies[1:]:
-                copy._data[...] = to_device_array(copies[0]._data, copies[0].context,
-                                                  copy.context, copy=False)
+                with copy.context.scope():
+                    copy._data[...] = to_device_array(copies[0]._data, copies[0].context,
+                                                      copy.context, copy=False)
         self._params_synced = True
 
     def _init_optimizer(self, optimizer, optimizer_params):
@@ -177,13 +179,12 @@ class Trainer:
     def _allreduce_grads(self):
         self._sync_parameters()
         kv = self._kvstore_params["kvstore"]
-        for index, param in enumerate(self._params):
-            if param.grad_req == "null":
-                continue
-            if isinstance(kv, KVStore):
-                _sum_through_kvstore(kv, index, param.list_grad())
-            else:
-                _sum_into_every_copy(param.list_grad())
+        trained = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+        if not isinstance(kv, KVStore):  # one NCCL group for the whole step on GPUs
+            device_reduce.sum_into_every_of([p.list_grad() for _, p in trained])
+            return
+        for index, param in trained:
+            _sum_through_kvstore(kv, index, param.list_grad())
 
     def _update(self, ignore_stale_grad):
         pending = []
@@ -302,20 +303,6 @@ def _check_kvstore(kvstore):
 def _is_fresh(data):
     info = getattr(data, "_ag", None)
     return bool(info is not None and getattr(info, "fresh", False))
-
-
-def _sum_into_every_copy(grads):
-    """Write the sum of ``grads`` (one per context) into each of them."""
-    if len(grads) < 2:
-        return
-    first = grads[0]
-    with first.context.scope():
-        total = first._data.copy()
-        for g in grads[1:]:
-            total += to_device_array(g._data, g.context, first.context, copy=False)
-    for g in grads:
-        with g.context.scope():
-            g._data[...] = to_device_array(total, first.context, g.context, copy=False)
 
 
 def _sum_through_kvstore(kv, key, grads):

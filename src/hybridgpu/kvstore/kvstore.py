@@ -34,6 +34,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
 from ..serialization import ndarray_file
+from . import device_reduce
 
 __all__ = ["KVStore"]
 
@@ -144,15 +145,12 @@ class KVStore:
 
     def _merge(self, key, arrays, stored):
         """The sum of ``arrays`` on ``stored``'s context (the reduction of several
-        devices' values)."""
+        devices' values: NCCL when each is on its own GPU, ``device_reduce``)."""
         for array in arrays:
             if array.shape != stored.shape:
                 raise MXNetError(f"kvstore.push: key {key!r} holds shape {stored.shape}, but "
                                  f"a value of shape {array.shape} was pushed")
-        total = arrays[0].as_in_context(stored.context).copy()
-        for array in arrays[1:]:
-            total += array.as_in_context(stored.context)
-        return total
+        return device_reduce.summed(arrays, stored.context)
 
     def push(self, key, value, priority=0):
         """Push ``value`` (an NDArray or a list of them, summed) to ``key`` (or each key):

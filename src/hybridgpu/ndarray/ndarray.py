@@ -325,7 +325,8 @@ class NDArray:
 
     def __getitem__(self, key):
         try:
-            result = self._data[self._index_key(key)]
+            with self._ctx.scope():
+                result = self._data[self._index_key(key)]
         except IndexError as err:
             raise IndexError(f"index {key!r} is out of bounds for NDArray of shape "
                              f"{self.shape}: {err}") from None
@@ -343,7 +344,8 @@ class NDArray:
         elif isinstance(value, np.ndarray) and self._ctx.is_gpu:
             value = to_device_array(value, None, self._ctx)
         try:
-            self._data[self._index_key(key)] = value
+            with self._ctx.scope():  # the array's device, whichever is current
+                self._data[self._index_key(key)] = value
         except (IndexError, ValueError) as err:
             raise MXNetError(f"cannot assign to NDArray of shape {self.shape} at {key!r}: "
                              f"{err}") from None

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import devices, memory
 
-__all__ = ["ndarray", "to_device", "wrap", "unwrap", "host_operand"]
+__all__ = ["ndarray", "to_device", "wrap", "unwrap", "host_operand", "on_current_device"]
 
 
 def _host_of(mem, offset, shape, dtype, strides):
@@ -322,6 +322,22 @@ def _method(name, syncs=False):
 
 
 
+def _copy(self, order="C"):
+    """``x.copy()``: a copy on the current device, from any device (CuPy's documented way to
+    move an array between devices)."""
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"x.copy: order must be one of 'C', 'F', 'A', 'K', got {order!r}")
+    out = ndarray(self.shape, self.dtype, order="F" if order == "F" else "C")
+    out._a[...] = self._a
+    return out
+
+
+def on_current_device(arr):
+    """``arr`` itself on the current device, else a copy of it there (what ``cupy.asarray``
+    and ``cupy.array`` do with an array of another device)."""
+    return arr if arr._mem.device_id == devices.current_id() else _copy(arr)
+
+
 def _words(text):
     return text.split()
 
@@ -337,11 +353,12 @@ ndarray.__hash__ = None
 
 # cupy.ndarray's methods (checked against CuPy by tests/test_vgpu_names.py)
 _METHODS = _words("all any argmax argmin argpartition argsort astype choose clip conj conjugate "
-            "copy cumprod cumsum diagonal dot fill flatten max mean min partition prod put "
+            "cumprod cumsum diagonal dot fill flatten max mean min partition prod put "
             "ravel repeat reshape round sort squeeze std sum swapaxes take trace transpose "
             "var view ptp")
 _SYNCING_METHODS = ("nonzero", "compress")
 for _n in _METHODS:
     setattr(ndarray, _n, _method(_n))
+ndarray.copy = _copy
 for _n in _SYNCING_METHODS:
     setattr(ndarray, _n, _method(_n, syncs=True))

@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 from . import devices
-from .array import ndarray, to_device, unwrap, wrap
+from .array import ndarray, on_current_device, to_device, unwrap, wrap
 
 __all__ = ["FUNCTIONS", "LINALG", "device_function", "Ufunc", "asarray", "array", "asnumpy",
            "empty", "empty_like", "RandomState", "SYNCING"]
@@ -136,6 +136,7 @@ class Ufunc:
 def asarray(a, dtype=None, order=None, blocking=False):
     """``cupy.asarray``: a device array as it is (or cast); host data copied to the device."""
     if isinstance(a, ndarray):
+        a = on_current_device(a)
         return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
     devices.check_not_capturing("a host -> device copy (xp.asarray of host data)")
     return to_device(unwrap(a, "cupy.asarray", allow_host=True), dtype)
@@ -144,6 +145,9 @@ def asarray(a, dtype=None, order=None, blocking=False):
 def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=False):
     """``cupy.array``: a copy (unless ``copy=False`` and nothing changes) on the device."""
     if isinstance(obj, ndarray):
+        moved = on_current_device(obj)
+        copy = copy and moved is obj  # moving it made the copy
+        obj = moved
         out = obj if not copy and dtype in (None, obj.dtype) else obj.astype(
             obj.dtype if dtype is None else dtype, copy=True)
     else:

@@ -21,7 +21,7 @@ import types
 import numpy as np
 
 from . import array as array_mod
-from . import devices, functions, memory, streams
+from . import devices, functions, memory, nccl, streams
 from . import special as special_host
 from .array import ndarray, wrap
 
@@ -80,6 +80,7 @@ def _cuda():
     cuda.get_device_id = devices.current_id
     cuda.runtime = _runtime()
     cuda.is_available = lambda: True
+    cuda.nccl = nccl.build()
 
     def alloc(size):
         return memory.MemoryPointer(memory.Memory(size), 0)
