@@ -25,17 +25,16 @@ Example:
     >>> kernel = generate("sgd_mom", "float32")
     >>> kernel.name, kernel.params[:3], FAMILIES["sgd_mom"].hypers
     ('mu_sgd_mom_f32', ('const unsigned long long*', 'const float*', 'int'), ('momentum',))
-    >>> print(kernel.source.split("for (long long i")[1].split("}")[0])
-     = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        T wv = w[i];
-        T g = gr[i] * rescale;
-        if (has_clip) g = mu_clip(g, clip);
-        T s = s0[i] * h0;
-        s = s - lr * wd * wv;
-        s = s - lr * g;
-        s0[i] = s;
-        w[i] = wv + s;
-    <BLANKLINE>
+    >>> loop = kernel.source.split("i += stride) {")[1].split("}")[0]
+    >>> print("\\n".join(line.strip() for line in loop.strip().splitlines()))
+    T wv = w[i];
+    T g = gr[i] * rescale;
+    if (has_clip) g = mu_clip(g, clip);
+    T s = s0[i] * h0;
+    s = s - lr * wd * wv;
+    s = s - lr * g;
+    s0[i] = s;
+    w[i] = wv + s;
     >>> launch_grid([10, 3000], block=256)
     ((12, 2, 1), (256, 1, 1))
 """
@@ -94,8 +93,8 @@ FAMILIES = {
         "if (h3 >= (T)0) wv = mu_clip(wv, h3);", "w[i] = wv;")),
     "rmsprop_centered": Family(3, ("gamma1", "gamma2", "epsilon", "clip_weights"), (
         *_DECAYED_GRAD, "T n2 = s0[i] * h0;", "n2 = n2 + ((T)1 - h0) * (g * g);",
-        "T m = s1[i] * h0;", "m = m + ((T)1 - h0) * g;", "T d = s2[i] * h1;",
-        "d = d - lr * (g / sqrt(n2 - m * m + h2));", "s0[i] = n2;", "s1[i] = m;",
+        "s0[i] = n2;", "T m = s1[i] * h0;", "m = m + ((T)1 - h0) * g;", "s1[i] = m;",
+        "const T q = g / sqrt(n2 - m * m + h2);", "const T d = s2[i] * h1 - lr * q;",
         "s2[i] = d;", "wv = wv + d;", "if (h3 >= (T)0) wv = mu_clip(wv, h3);", "w[i] = wv;")),
     "adagrad": Family(1, ("epsilon",), (
         *_SGD_GRAD, "const T h = s0[i] + g * g;", "s0[i] = h;",
