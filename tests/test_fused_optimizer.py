@@ -125,8 +125,9 @@ def _train(ctx, optimizer, kwargs, fused_updates, steps=3):
     net = seed_mlp()
     net.initialize(mx.init.Xavier(), ctx=ctx)
     net.hybridize()
-    trainer = gluon.Trainer(net.collect_params(), optimizer, kwargs)
-    trainer._optimizer.fused_updates = fused_updates
+    opt = opt_mod.create(optimizer, **kwargs)
+    opt.fused_updates = fused_updates
+    trainer = gluon.Trainer(net.collect_params(), opt)
     list(net.collect_params().values())[1].lr_mult = 2.0
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     for _ in range(steps):
