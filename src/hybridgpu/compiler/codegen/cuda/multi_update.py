@@ -53,6 +53,9 @@ __all__ = ["Family", "FAMILIES", "MultiUpdateKernel", "generate", "launch_grid",
 BLOCK = 256
 #: Blocks along x at most (the loop over a tensor's elements is grid-stride).
 MAX_BLOCKS_X = 1024
+#: Blocks in all at most (beyond that x shrinks): with many tensors and one large one, most
+#: blocks of a row would find nothing to do.
+MAX_BLOCKS = 32768
 #: Compile options: no FMA contraction, so results round as the per-parameter path's.
 OPTIONS = ("-std=c++17", "--fmad=false")
 #: dtype name -> (C type, name suffix).
@@ -116,7 +119,7 @@ class MultiUpdateKernel:
     slots: int
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def generate(family, dtype):
     """The kernel of ``family`` (a key of ``FAMILIES``) for ``dtype`` ('float32' or
     'float64'); generated once per pair."""
@@ -159,9 +162,9 @@ def generate(family, dtype):
 
 def launch_grid(sizes, block=BLOCK):
     """``(grid, block)`` for tensors of ``sizes`` elements: x covers the largest tensor (at
-    most ``MAX_BLOCKS_X`` blocks, then grid-stride), y is one block row a tensor (at most
-    65535, then the kernel strides)."""
+    most ``MAX_BLOCKS_X`` blocks and ``MAX_BLOCKS`` in all, then grid-stride), y is one block
+    row a tensor (at most 65535, then the kernel strides)."""
     largest = max(sizes) if sizes else 1
-    x = max(1, min(MAX_BLOCKS_X, -(-largest // block)))
     y = max(1, min(65535, len(sizes)))
+    x = max(1, min(MAX_BLOCKS_X, MAX_BLOCKS // y, -(-largest // block)))
     return (x, y, 1), (block, 1, 1)
