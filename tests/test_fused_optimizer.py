@@ -152,6 +152,29 @@ def test_trainer_step_is_one_launch(optimizer, kwargs, gpu_available):
     _assert_same(got, want, gpu_available)
 
 
+@pytest.mark.gpu
+def test_weights_on_two_devices_get_one_launch_per_device():
+    if mx.context.num_gpus() < 2:
+        pytest.skip("needs two gpus (HYBRIDGPU_VIRTUAL_GPU=2)")
+    ctxs = [mx.gpu(0), mx.gpu(1)]
+
+    def run(fused_updates):
+        rng = np.random.RandomState(3)
+        opt = _optimizer("adam", {"wd": 1e-3}, fused_updates)
+        weights = [nd.array(rng.randn(*s), ctx=ctxs[k % 2]) for k, s in enumerate(SHAPES)]
+        states = [opt.create_state(k, w) for k, w in enumerate(weights)]
+        for _ in range(2):
+            grads = [nd.array(rng.randn(*w.shape), ctx=w.context) for w in weights]
+            opt.update(list(range(len(weights))), weights, grads, states)
+        return [w.asnumpy() for w in weights]
+
+    want = run(False)
+    fused.reset_launch_counts()
+    got = run(True)
+    assert fused.launch_counts() == {("adam", "float32"): 4}  # 2 steps x 2 devices
+    _assert_same(got, want, ctxs[0])
+
+
 def test_kernel_generation_rejects_unknown_families_and_dtypes():
     with pytest.raises(ValueError, match="unknown optimizer family 'lamb'"):
         multi_update.generate("lamb", "float32")
