@@ -4,9 +4,8 @@ one flat buffer (gradients and weights gathered into it, states kept flat, per-e
 learning rate and weight decay, weights scattered back), for SGD with momentum and Adam.
 
 Run: ``PYTHONPATH=src python benchmarks/ab_fused_cpu.py``. Prints the best of 15 repeats of
-each, per workload (the seed MLP's parameters, resnet18_v1's, and 400 tiny tensors; then only
-each workload's tensors of at most ``SMALL`` elements), and checks the two give the same
-weights bitwise. The flat variant is the *best case* for a flat
+each, per workload (the seed MLP's parameters, resnet18_v1's, and 400 tiny tensors), and
+checks the two give the same weights bitwise. The flat variant is the *best case* for a flat
 cpu path: its states already live in the flat buffer and its per-element rate arrays are
 prepared outside the timing.
 """
@@ -91,19 +90,11 @@ def compare(shapes):
     return per, flat, same
 
 
-#: Tensors of at most this many elements are the "small" ones of the second comparison.
-SMALL = 4096
-
-
 def main():
     for name, shapes in _workloads().items():
-        small = [s for s in shapes if int(np.prod(s)) <= SMALL]
-        for label, subset in ((name, shapes), (f"{name} small", small)):
-            if not subset:
-                continue
-            per, flat, same = compare(subset)
-            print(f"{label:18s} {len(subset):4d} tensors  per-parameter {per:10.1f} us  "
-                  f"flat {flat:10.1f} us  flat/per {flat / per:5.2f}  bitwise equal: {same}")
+        per, flat, same = compare(shapes)
+        print(f"{name:12s} {len(shapes):4d} tensors  per-parameter {per:10.1f} us  "
+              f"flat {flat:10.1f} us  flat/per {flat / per:5.2f}  bitwise equal: {same}")
 
 
 if __name__ == "__main__":

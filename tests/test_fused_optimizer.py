@@ -175,36 +175,6 @@ def test_weights_on_two_devices_get_one_launch_per_device():
     _assert_same(got, want, ctxs[0])
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("family", sorted(RULES))
-def test_cpu_flat_buffer_equals_per_parameter_bitwise(family, dtype, monkeypatch):
-    from hybridgpu.optimizer import flat
-
-    runs = []
-    real_run = flat._run
-    monkeypatch.setattr(flat, "_run", lambda opt, jobs, *a: runs.append(len(jobs)) or
-                        real_run(opt, jobs, *a))
-    monkeypatch.setattr(flat, "SMALL", 100)  # (700,) stays on the per-parameter path
-    name, kwargs = RULES[family]
-    want = _run_updates(_optimizer(name, kwargs, False), mx.cpu(), dtype)
-    assert runs == []
-    got = _run_updates(_optimizer(name, kwargs, True), mx.cpu(), dtype)
-    # weights 0, 2, 3 are small; weight 1 (skipped every second step) is large
-    assert runs == [3, 3, 3, 3]
-    for k, (a, b) in enumerate(zip(got, want)):
-        assert a.dtype == np.dtype(dtype)
-        np.testing.assert_array_equal(a, b, err_msg=f"weight {k}")  # NaNs in the same places
-
-
-def test_cpu_flat_buffer_keeps_adam_step_counts_apart():
-    def run(fused_updates):
-        opt = _optimizer("adam", {}, fused_updates)
-        return _run_updates(opt, mx.cpu(), "float32", steps=5)
-
-    for a, b in zip(run(True), run(False)):
-        assert np.array_equal(a, b)
-
-
 def test_kernel_generation_rejects_unknown_families_and_dtypes():
     with pytest.raises(ValueError, match="unknown optimizer family 'lamb'"):
         multi_update.generate("lamb", "float32")

@@ -13,8 +13,7 @@ the raw numpy/cupy arrays (``xp`` is the array module), updating ``weight`` and 
 place. ``update`` accepts one index or lists of them, and every list goes through
 ``step_arrays``: on gpu it updates the weights of the built-in rules with one fused
 multi-tensor kernel launch per optimizer family and dtype (``hybridgpu.optimizer.fused``); on
-cpu it updates their small tensors together in one flat buffer (``hybridgpu.optimizer.flat``)
-and loops over the others (the per-parameter reference).
+cpu, and for other rules, it loops over the arrays (the per-parameter reference).
 
 A custom optimizer subclasses ``Optimizer`` and overrides ``create_state`` and ``update`` with
 NDArray operations, exactly as for MXNet.
@@ -274,18 +273,13 @@ class Optimizer:
     def step_arrays(self, jobs, lrs, wds, counts):
         """Apply the rule to every ``UpdateJob`` with its learning rate, weight decay and
         update count. On gpu the built-in rules go through one fused multi-tensor kernel
-        launch per family and dtype (``optimizer.fused``), on cpu their small tensors through
-        one flat buffer (``optimizer.flat``); every other job, and every job when
-        ``fused_updates`` is False, runs the per-parameter rule (the reference)."""
+        launch per family and dtype (``optimizer.fused``); every other job, and every job
+        when ``fused_updates`` is False, runs the per-parameter rule (the reference)."""
         remaining = range(len(jobs))
         if self.fused_updates and any(job.ctx.is_gpu for job in jobs):
             from .fused import fused_step
 
             remaining = fused_step(self, jobs, lrs, wds, counts)
-        if self.fused_updates and len(remaining) > 1:
-            from .flat import flat_step
-
-            remaining = flat_step(self, jobs, lrs, wds, counts, remaining)
         for n in remaining:
             job = jobs[n]
             with job.ctx.scope():
