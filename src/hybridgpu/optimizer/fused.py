@@ -96,14 +96,20 @@ def _state_arrays(state):
     return list(state) if isinstance(state, tuple) else [state]
 
 
+#: The dtypes the kernels take, by np.dtype (a dict lookup: ``str(dtype)`` costs microseconds).
+_KERNEL_DTYPES = {np.dtype(name): name for name in multi_update.DTYPES}
+
+
 def _fusable(job, states):
-    w, g = job.weight, job.grad
-    if not job.ctx.is_gpu or str(w.dtype) not in multi_update.DTYPES:
-        return False
-    for a in (w, g, *states):
+    """The dtype name of ``job`` when it can be fused with ``states``, else None."""
+    w = job.weight
+    dtype = _KERNEL_DTYPES.get(w.dtype)
+    if dtype is None or not job.ctx.is_gpu:
+        return None
+    for a in (w, job.grad, *states):
         if a is None or a.dtype != w.dtype or a.size != w.size or not a.flags.c_contiguous:
-            return False
-    return True
+            return None
+    return dtype
 
 
 def _hypers(optimizer, family, dtype):
@@ -127,11 +133,17 @@ def _hypers(optimizer, family, dtype):
     return rescale, np.int32(has_clip), native(bound if has_clip else 0), hypers
 
 
-def _rates(optimizer, family, dtype, lr, wd, count):
+def _rates(optimizer, family, dtype, members):
+    """The ``(tensors, 2)`` learning rates and weight decays, rounded as ``op_scalars``
+    rounds them (through float32; AdaGrad straight to the weight's dtype)."""
+    rates = [(lr, wd) for _, _, lr, wd, _ in members]
     if family == "adam":
-        lr *= math.sqrt(1.0 - optimizer.beta2 ** count) / (1.0 - optimizer.beta1 ** count)
-    convert = np.dtype(dtype).type if family == "adagrad" else op_scalars(dtype)
-    return convert(lr), convert(wd)
+        b1, b2 = optimizer.beta1, optimizer.beta2
+        rates = [(lr * (math.sqrt(1.0 - b2 ** t) / (1.0 - b1 ** t)), wd)
+                 for (lr, wd), (*_, t) in zip(rates, members)]
+    if family == "adagrad":
+        return np.array(rates, dtype)
+    return np.array(rates, np.float32).astype(dtype)
 
 
 def fused_step(optimizer, jobs, lrs, wds, counts):
@@ -139,37 +151,31 @@ def fused_step(optimizer, jobs, lrs, wds, counts):
     the positions of the others, for the per-parameter path."""
     if not enabled(optimizer):
         return list(range(len(jobs)))
-    groups, rest = {}, []
+    groups, rest, families = {}, [], {}
     for n, job in enumerate(jobs):
         states = _state_arrays(job.state)
-        family = family_of(optimizer, len(states))
-        if family is None or not _fusable(job, states):
+        if len(states) not in families:
+            families[len(states)] = family_of(optimizer, len(states))
+        family = families[len(states)]
+        dtype = None if family is None else _fusable(job, states)
+        wanted = 0 if family is None else multi_update.FAMILIES[family].states
+        if dtype is None or len(states) < wanted:
             rest.append(n)
-            continue
-        if job.weight.size == 0:
-            continue
-        states = states[:multi_update.FAMILIES[family].states]
-        if len(states) != multi_update.FAMILIES[family].states:
-            rest.append(n)
-            continue
-        key = (job.ctx, family, str(job.weight.dtype))
-        groups.setdefault(key, []).append((n, states))
+        elif job.weight.size:
+            groups.setdefault((job.ctx, family, dtype), []).append((n, states[:wanted]))
     for (ctx, family, dtype), members in groups.items():
         with ctx.scope():
             _launch(optimizer, ctx, family, dtype, [
-                (jobs[n], states, *_rates(optimizer, family, dtype, lrs[n], wds[n], counts[n]))
-                for n, states in members])
+                (jobs[n], states, lrs[n], wds[n], counts[n]) for n, states in members])
     return rest
 
 
 def _launch(optimizer, ctx, family, dtype, members):
+    """One launch of ``family``'s kernel over ``members``: ``(job, states, lr, wd, count)``."""
     kernel = multi_update.generate(family, dtype)
-    table = np.empty((len(members), kernel.slots), np.uint64)
-    scalars = np.empty((len(members), 2), dtype)
-    for row, (job, states, lr, wd) in enumerate(members):
-        pointers = [a.data.ptr for a in (job.weight, job.grad, *states)]
-        table[row] = [*pointers, job.weight.size]
-        scalars[row] = (lr, wd)
+    table = np.array([(job.weight.data.ptr, job.grad.data.ptr, *(a.data.ptr for a in states),
+                       job.weight.size) for job, states, *_ in members], np.uint64)
+    scalars = _rates(optimizer, family, dtype, members)
     rescale, has_clip, clip, hypers = _hypers(optimizer, family, dtype)
     grid, block = multi_update.launch_grid([job.weight.size for job, *_ in members])
     function = _function(ctx, kernel)
