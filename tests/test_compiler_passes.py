@@ -655,3 +655,20 @@ def test_hybridized_seed_mlp_outputs_survive_later_calls():
     for _ in range(3):
         net(nd.ones((1, 512)))
     np.testing.assert_array_equal(a.asnumpy(), kept)
+
+
+def test_fused_groups_are_capped():
+    from hybridgpu.compiler.passes.fuse_elementwise import MAX_GROUP_MEMBERS
+
+    x = mx.sym.var("x")
+    y = x
+    for _ in range(2 * MAX_GROUP_MEMBERS + 10):
+        y = mx.sym.relu(y) * 1.0
+    g = Graph(y._outputs)
+    infer_shapes(g, {"x": (4,)})
+    infer_types(g, {"x": "float32"})
+    fused = passes.fuse_elementwise(g)
+    sizes = [len(n.op.members) for n in fused.nodes if isinstance(n.op, FusedOp)]
+    assert max(sizes) == MAX_GROUP_MEMBERS and len(sizes) == 5  # 2*(2*64+10) = 276 nodes
+    got = compile_graph(g, mx.cpu(), is_train=False)({"x": np.array([-1, 2, 3, -4], "f4")})
+    np.testing.assert_array_equal(got[0], [0, 2, 3, 0])

@@ -494,3 +494,25 @@ def test_pooling_backward_matches_cpu_with_ties(attrs):
                   "g": rng.standard_normal(shapes["g"]).astype(np.float32)}
         got = to_host(gpu_exe({n: to_gpu(a) for n, a in inputs.items()})[0])
         np.testing.assert_allclose(got, cpu_exe(inputs)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_ten_thousand_replays_grow_no_device_memory():
+    """10,000 replays on a real GPU; 1,000 on the virtual one, whose replays run kernels on
+    the CPU (about 10 ms each)."""
+    import gc
+
+    net = seed_mlp(mx.gpu(0))
+    net.hybridize()
+    x = mx.nd.array(np.ones((1, 20), np.float32), ctx=mx.gpu(0))
+    first = net(x).asnumpy()
+    pool = mx.gpu(0).xp.get_default_memory_pool()
+    gc.collect()
+    before = pool.used_bytes()
+    for _ in range(1_000 if getattr(mx.gpu(0).xp, "is_virtual", False) else 10_000):
+        out = net(x)
+    del out
+    gc.collect()
+    assert pool.used_bytes() <= before
+    np.testing.assert_array_equal(net(x).asnumpy(), first)
+    exe = net._last_trace.executable
+    assert isinstance(exe, GpuExecutable) and exe.captures == 1

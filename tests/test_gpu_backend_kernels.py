@@ -280,6 +280,20 @@ def _graphs_for_nvrtc():
                             global_pool=True, kernel=(1, 1), pool_type="max")
     yield optimized(pooled, {"data": (2, 3, 8, 8), "w": (4, 3, 3, 3), "w2": (4, 1, 3, 3)}), False
     yield training_graph(), True
+    yield longest_fused_group(), False
+
+
+def longest_fused_group():
+    """A chain long enough to fill the fuser's largest group (its cap), several inputs and
+    transcendental ops in it: the kernel the cap must keep free of spills."""
+    from hybridgpu.compiler.passes.fuse_elementwise import MAX_GROUP_MEMBERS
+
+    x, b = mx.sym.var("data"), mx.sym.var("b")
+    y = x
+    for k in range(MAX_GROUP_MEMBERS):
+        y = mx.sym.broadcast_add([mx.sym.tanh, mx.sym.exp, mx.sym.sigmoid, mx.sym.sqrt][k % 4](y),
+                                 b if k % 3 == 0 else x)
+    return optimized(y, {"data": (4, 256), "b": (256,)})
 
 
 def training_graph():

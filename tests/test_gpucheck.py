@@ -13,7 +13,7 @@ from hybridgpu import nd
 from hybridgpu.bench import seed_mlp
 from hybridgpu.gpucheck import main, verdicts
 from hybridgpu.gpucheck.targets import Chain8
-from hybridgpu.gpucheck.timing import time_calls
+from hybridgpu.timing import time_calls
 
 
 def _resnet():

@@ -34,6 +34,7 @@ LAYERS = (
     "modes",          # recording / train-mode flags
     "tape",           # the autograd tape, its one node constructor, reverse mode
     "context",        # devices and their array modules
+    "timing",         # device-event timing (gpucheck, the gpu executor's kernel times)
     "random_state",   # per-device random generators
     "name",           # automatic names and name scopes
     "attribute",      # attribute scopes

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import nd
 from .. import optimizer as opt_mod
-from .timing import time_calls
+from ..timing import time_calls
 
 __all__ = ["fused_update"]
 

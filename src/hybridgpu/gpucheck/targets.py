@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import gluon, nd
 from ..bench import seed_mlp
+from ..timing import time_calls
 from .fused_update import fused_update
-from .timing import time_calls
 from .torch_peer import TorchPeer
 
 __all__ = ["run_targets", "TARGETS", "Chain8"]

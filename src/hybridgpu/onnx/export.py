@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from ..base import MXNetError
+from . import rnn as _rnn  # noqa: F401  (registers the RNN converters)
 from .converters import CONVERTERS, unused_inputs
 
 __all__ = ["export_model"]
@@ -79,8 +80,9 @@ class _Names:
 class _Context:
     """What converters use: add nodes and constants, read inferred shapes and dtypes."""
 
-    def __init__(self, onnx, graph, names):
+    def __init__(self, onnx, graph, names, params=None):
         self.onnx, self.graph, self.names = onnx, graph, names
+        self.params = params or {}  # {name: numpy array}: values converters may fold
         self.nodes, self.initializers = [], []
 
     def add(self, op_type, inputs, outputs, **attrs):
@@ -170,6 +172,17 @@ def _convert_nodes(ctx, graph, tensor_of):
             tensor_of[(id(node), i)] = name
 
 
+def _prune(nodes, outputs):
+    """The nodes some output depends on (a converter that folds constants, such as RNN's
+    parameters, leaves the nodes that computed them unread)."""
+    needed, kept = set(outputs), []
+    for node in reversed(nodes):
+        if needed.intersection(node.output):
+            kept.append(node)
+            needed.update(name for name in node.input if name)
+    return kept[::-1]
+
+
 def export_model(sym, params, in_shapes=None, in_types=np.float32, onnx_file_path="model.onnx",
                  verbose=False, dynamic=False, dynamic_input_shapes=None,
                  run_shape_inference=False, input_type=None, input_shape=None):
@@ -192,7 +205,7 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32, onnx_file_pat
     inputs = _data_inputs(graph, params)
     dtypes = _infer(graph, inputs, in_shapes, in_types, params)
     names = _Names()
-    ctx = _Context(onnx, graph, names)
+    ctx = _Context(onnx, graph, names, params)
     tensor_of = {}
     graph_inputs = []
     for node in graph.nodes:
@@ -209,6 +222,7 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32, onnx_file_pat
             graph_inputs.append(_value_info(onnx, name, dtypes[node.name],
                                             ctx.shape_of((node, 0))))
     _convert_nodes(ctx, graph, tensor_of)
+    ctx.nodes = _prune(ctx.nodes, [tensor_of[(id(e.node), e.index)] for e in graph.outputs])
     read = {name for n in ctx.nodes for name in n.input}  # drop parameters no node reads
     ctx.initializers = [t for t in ctx.initializers if t.name in read]
     outputs = [_value_info(onnx, tensor_of[(id(e.node), e.index)], ctx.dtype_of(e),

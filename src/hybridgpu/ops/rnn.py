@@ -405,8 +405,10 @@ def _rnn_shape(attrs, in_shapes):
     state_shape = (layers * dirs, batch, hidden)
     for i in range(2, 2 + n_states):
         given = in_shapes[i]
+        # a batch of 0 is unknown (MXNet's symbolic begin_state: _zeros of (L*D, 0, H))
         if given is not None and (len(given) != 3 or given[0] != state_shape[0]
-                                  or given[2] != hidden or (batch and given[1] != batch)):
+                                  or given[2] != hidden
+                                  or (batch and given[1] and given[1] != batch)):
             raise MXNetError(f"{_rnn_inputs(attrs)[i]} has shape {given}, expected "
                              f"{state_shape} (num_layers * directions, batch, state_size)")
         ins[i] = state_shape

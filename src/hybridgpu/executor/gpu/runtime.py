@@ -106,7 +106,7 @@ class GpuExecutable(Executable):
         """Device time of each kernel launch of the program alone (after a first call),
         ``{"<step> <kernel>": {median_us, min_us, max_us, ...}}`` plus ``"fused"``: the first
         fused kernel's (else the slowest kernel's), for ``gpucheck``'s kernel-vs-copy target."""
-        from ...gpucheck.timing import time_calls
+        from ...timing import time_calls
 
         if self._state is None:
             raise MXNetError("time_kernels: call the executable once first")
