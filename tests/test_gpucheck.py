@@ -68,6 +68,7 @@ def test_verdicts_judge_each_target():
             {"name": "chain8", "hybridized": _t(300.0), "device_copy": _t(100.0),
              "kernels": {"fused": _t(130.0)}},
             {"name": "resnet18", "hybridized": _t(700.0), "torch_cuda_graph": _t(500.0)},
+            {"name": "fused_update", "per_parameter": _t(400.0), "fused": _t(100.0)},
             {"name": "broken", "error": "AssertionError: results differ"}]
     got = {v[0]: v[1:] for v in verdicts(rows, device="NVIDIA H100 80GB HBM3")}
     assert got["mlp b1 vs PyTorch CUDA graph"] == ("0.90x", "<= 1.0x", "met")
@@ -75,6 +76,7 @@ def test_verdicts_judge_each_target():
     assert got["mlp b1 per call"] == ("18.0 us", "<= 20 us", "met")
     assert got["chain8 fused kernel / device copy"] == ("1.30x", "<= 1.25x", "MISSED")
     assert got["resnet18 vs PyTorch CUDA graph"] == ("1.40x", "<= 1.2x", "MISSED")
+    assert got["fused optimizer update / per-parameter"] == ("0.25x", "< 1.0x", "met")
     assert got["broken"][2] == "FAILED"
     # without a peer nothing is claimed
     none = verdicts([{"name": "resnet18", "hybridized": _t(1.0)}])
@@ -104,7 +106,8 @@ def test_gpucheck_runs_every_target(tmp_path):
     errors = [r for r in result["targets"] if "error" in r]
     assert not errors, errors
     assert code == 0
-    assert {r["name"] for r in result["targets"]} == {"mlp", "chain8", "resnet18"}
+    assert {r["name"] for r in result["targets"]} == {"mlp", "chain8", "resnet18",
+                                                      "fused_update"}
     chain8 = next(r for r in result["targets"] if r["name"] == "chain8")
     assert chain8["kernels"]["fused"]["median_us"] > 0  # the fused kernel timed alone
     mlp = next(r for r in result["targets"] if r["name"] == "mlp")

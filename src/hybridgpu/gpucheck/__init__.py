@@ -93,6 +93,10 @@ def verdicts(rows, device=""):
             whole = _ratio(row.get("hybridized"), row.get("device_copy"))
             out.append(("chain8 whole call / device copy",
                         "-" if whole is None else f"{whole:.2f}x", "(reported)", "reported"))
+        elif row["name"] == "fused_update":
+            out.append(_verdict("fused optimizer update / per-parameter",
+                                _ratio(row.get("fused"), row.get("per_parameter")), "< 1.0x",
+                                lambda v: v < 1.0))
         elif row["name"] == "resnet18":
             out.append(_verdict("resnet18 vs PyTorch CUDA graph",
                                 _ratio(row.get("hybridized"), row.get("torch_cuda_graph")),

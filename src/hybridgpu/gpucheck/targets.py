@@ -9,6 +9,8 @@
   time its steps. Target: kernel <= 1.25x the copy.
 * ``resnet18``: resnet18_v1, batch 1, 224x224, TF32 off on both sides: hybridized vs PyTorch
   CUDA-graph replay. Target: <= 1.2x.
+* ``fused_update``: one SGD-momentum update of resnet18_v1's parameters, fused (one launch)
+  vs per-parameter (``gpucheck.fused_update``). Target: fused faster (< 1.0x).
 
 Every workload first checks hybridgpu's output against the cpu and PyTorch ones (rtol 1e-3
 across devices) so no number comes from a wrong result. ``quick=True`` shrinks sizes and
@@ -28,6 +30,7 @@ import numpy as np
 from .. import gluon, nd
 from ..bench import seed_mlp
 from ..timing import time_calls
+from .fused_update import fused_update
 from .torch_peer import TorchPeer
 
 __all__ = ["run_targets", "TARGETS", "Chain8"]
@@ -160,6 +163,7 @@ def _executable(block):
 
 
 TARGETS = {"mlp": _mlp, "chain8": _chain8, "resnet18": _resnet18}
+TARGETS["fused_update"] = fused_update
 
 
 def run_targets(ctx, quick=False, only=None, progress=None):

@@ -11,9 +11,9 @@ MXNet, names not ending in ``_weight`` or ``_gamma`` get ``wd_mult`` 0).
 Built-in optimizers write their rule once, as ``_step(xp, weight, grad, state, lr, wd, t)`` on
 the raw numpy/cupy arrays (``xp`` is the array module), updating ``weight`` and ``state`` in
 place. ``update`` accepts one index or lists of them, and every list goes through
-``step_arrays``: the seam where a fused multi-tensor gpu kernel (one launch for all parameters,
-DESIGN.md) belongs. That kernel is not written yet: ``step_arrays`` loops over the arrays,
-which on gpu means one small CuPy launch per elementwise operation.
+``step_arrays``: on gpu it updates the weights of the built-in rules with one fused
+multi-tensor kernel launch per optimizer family and dtype (``hybridgpu.optimizer.fused``); on
+cpu, and for other rules, it loops over the arrays (the per-parameter reference).
 
 A custom optimizer subclasses ``Optimizer`` and overrides ``create_state`` and ``update`` with
 NDArray operations, exactly as for MXNet.
@@ -59,6 +59,8 @@ class Optimizer:
     _step = None
     #: multi-precision state layout: (fp32 master, state) here; SGD and NAG put it last.
     _MASTER_FIRST = True
+    #: Fuse the gpu updates of built-in rules into one launch a family (``optimizer.fused``).
+    fused_updates = True
 
     def __init__(self, rescale_grad=1.0, param_idx2name=None, wd=0.0, clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
@@ -270,11 +272,19 @@ class Optimizer:
 
     def step_arrays(self, jobs, lrs, wds, counts):
         """Apply the rule to every ``UpdateJob`` with its learning rate, weight decay and
-        update count: the seam for a fused multi-tensor kernel (one gpu launch for all the
-        jobs). Not fused yet: this loops, one job at a time."""
-        for job, lr, wd, t in zip(jobs, lrs, wds, counts):
+        update count. On gpu the built-in rules go through one fused multi-tensor kernel
+        launch per family and dtype (``optimizer.fused``); every other job, and every job
+        when ``fused_updates`` is False, runs the per-parameter rule (the reference)."""
+        remaining = range(len(jobs))
+        if self.fused_updates and any(job.ctx.is_gpu for job in jobs):
+            from .fused import fused_step
+
+            remaining = fused_step(self, jobs, lrs, wds, counts)
+        for n in remaining:
+            job = jobs[n]
             with job.ctx.scope():
-                self._step(job.ctx.xp, job.weight, job.grad, job.state, lr, wd, t)
+                self._step(job.ctx.xp, job.weight, job.grad, job.state, lrs[n], wds[n],
+                           counts[n])
 
     # -- helpers for rules --------------------------------------------------------------
     def _rescaled(self, grad, dtype):

@@ -1,0 +1,213 @@
+"""Fused optimizer updates on gpu: every weight of one ``Optimizer.step_arrays`` call that a
+built-in rule updates goes through one generated kernel launch per (family, dtype, device).
+
+``fused_step(optimizer, jobs, lrs, wds, counts)`` groups the jobs it can fuse (gpu, float32 or
+float64, contiguous weight, gradient and states of one dtype and size, a built-in ``_step``
+that no subclass overrode), launches ``compiler/codegen/cuda/multi_update``'s kernel once per
+group, and returns the positions of the jobs it left to the per-parameter path (the reference,
+still used for cpu, float16 without ``multi_precision``, custom rules and ``Signum``,
+``AdamW``, ``AdaDelta``, ``FTML``).
+
+Per-tensor learning rates and weight decays (``lr_mult``/``wd_mult``, and Adam's bias
+correction from each weight's own update count) go to the device as a small ``(tensors, 2)``
+array; the pointer table as a ``(tensors, slots)`` uint64 array. Both are cached on the
+device by content, so a step whose pointers and rates repeat uploads nothing. Scalars are
+rounded exactly as the per-parameter path rounds them (``op_scalars``: float32 first, as
+MXNet's update ops take float32 parameters; AdaGrad in the weight's own dtype).
+
+Kernels are compiled once per (device, family, dtype) through ``xp.RawModule`` (CuPy, or the
+virtual GPU). ``launch_counts()`` counts launches by (family, dtype). Turn fusion off with
+``optimizer.fused_updates = False`` or ``HYBRIDGPU_FUSED_OPTIMIZER=0``.
+
+Example:
+    >>> import hybridgpu as mx
+    >>> opt = mx.optimizer.create("sgd", momentum=0.9)
+    >>> family_of(opt, 1), family_of(mx.optimizer.create("sgd"), 0)
+    ('sgd_mom', 'sgd')
+    >>> family_of(mx.optimizer.create("signum"), 1) is None  # per-parameter path
+    True
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import threading
+
+import numpy as np
+
+from ..compiler.codegen.cuda import multi_update
+from .adaptive import AdaGrad, Adam, RMSProp
+from .optimizer import Optimizer, op_scalars
+from .sgd import NAG, SGD
+
+__all__ = ["fused_step", "family_of", "launch_counts", "reset_launch_counts", "enabled"]
+
+_LAUNCHES = collections.Counter()
+_KERNELS = {}
+_UPLOADS = {}
+_UPLOAD_CACHE_SIZE = 32
+_lock = threading.Lock()
+
+
+def enabled(optimizer):
+    """Whether ``optimizer`` may fuse: its ``fused_updates`` and ``HYBRIDGPU_FUSED_OPTIMIZER``
+    (``0`` turns fusion off everywhere)."""
+    return (getattr(optimizer, "fused_updates", True)
+            and os.environ.get("HYBRIDGPU_FUSED_OPTIMIZER", "1") != "0")
+
+
+def launch_counts():
+    """Fused kernel launches so far, by ``(family, dtype)`` (a copy)."""
+    with _lock:
+        return dict(_LAUNCHES)
+
+
+def reset_launch_counts():
+    """Forget the counts ``launch_counts`` reports."""
+    with _lock:
+        _LAUNCHES.clear()
+
+
+def family_of(optimizer, states):
+    """The fused family updating a weight with ``states`` state arrays under ``optimizer``,
+    or None when only the per-parameter path can (a custom rule, an unfused optimizer)."""
+    kind = type(optimizer)
+    if kind._rescaled is not Optimizer._rescaled:
+        return None
+    step = kind._step
+    if step is SGD._step or step is NAG._step:
+        base = "sgd" if step is SGD._step else "nag"
+        return base + "_mom" if states and optimizer.momentum > 0 else base
+    if step is Adam._step:
+        return "adam"
+    if step is RMSProp._step:
+        return "rmsprop_centered" if optimizer.centered else "rmsprop"
+    if step is AdaGrad._step:
+        bound = optimizer.clip_gradient
+        return "adagrad" if bound is None or bound >= 0 else None
+    return None
+
+
+def _state_arrays(state):
+    if state is None:
+        return []
+    return list(state) if isinstance(state, tuple) else [state]
+
+
+#: The dtypes the kernels take, by np.dtype (a dict lookup: ``str(dtype)`` costs microseconds).
+_KERNEL_DTYPES = {np.dtype(name): name for name in multi_update.DTYPES}
+
+
+def _fusable(job, states):
+    """The dtype name of ``job`` when it can be fused with ``states``, else None."""
+    w = job.weight
+    dtype = _KERNEL_DTYPES.get(w.dtype)
+    if dtype is None or not job.ctx.is_gpu:
+        return None
+    for a in (w, job.grad, *states):
+        if a is None or a.dtype != w.dtype or a.size != w.size or not a.flags.c_contiguous:
+            return None
+    return dtype
+
+
+def _hypers(optimizer, family, dtype):
+    """``(rescale, has_clip, clip, [h0..h3])`` as the per-parameter path rounds them."""
+    op, native = op_scalars(dtype), np.dtype(dtype).type
+    bound = optimizer.clip_gradient
+    if family == "adagrad":
+        rescale, has_clip = native(optimizer.rescale_grad), bound is not None
+        hypers = [native(optimizer.float_stable_eps)]
+    else:
+        rescale, has_clip = op(optimizer.rescale_grad), bool(bound and bound >= 0)
+        if family.startswith(("sgd", "nag")):
+            hypers = [op(optimizer.momentum)] if family.endswith("_mom") else []
+        elif family == "adam":
+            hypers = [op(optimizer.beta1), op(optimizer.beta2), op(optimizer.epsilon)]
+        else:
+            cw = optimizer.clip_weights
+            hypers = [op(optimizer.gamma1), op(optimizer.gamma2), op(optimizer.epsilon),
+                      native(cw) if cw and cw >= 0 else native(-1)]
+    hypers += [native(0)] * (multi_update.HYPERS - len(hypers))
+    return rescale, np.int32(has_clip), native(bound if has_clip else 0), hypers
+
+
+def _rates(optimizer, family, dtype, members):
+    """The ``(tensors, 2)`` learning rates and weight decays, rounded as ``op_scalars``
+    rounds them (through float32; AdaGrad straight to the weight's dtype)."""
+    rates = [(lr, wd) for _, _, lr, wd, _ in members]
+    if family == "adam":
+        b1, b2 = optimizer.beta1, optimizer.beta2
+        rates = [(lr * (math.sqrt(1.0 - b2 ** t) / (1.0 - b1 ** t)), wd)
+                 for (lr, wd), (*_, t) in zip(rates, members)]
+    if family == "adagrad":
+        return np.array(rates, dtype)
+    return np.array(rates, np.float32).astype(dtype)
+
+
+def fused_step(optimizer, jobs, lrs, wds, counts):
+    """Update the jobs that can be fused, one launch per (device, family, dtype); returns
+    the positions of the others, for the per-parameter path."""
+    if not enabled(optimizer):
+        return list(range(len(jobs)))
+    groups, rest, families = {}, [], {}
+    for n, job in enumerate(jobs):
+        states = _state_arrays(job.state)
+        if len(states) not in families:
+            families[len(states)] = family_of(optimizer, len(states))
+        family = families[len(states)]
+        dtype = None if family is None else _fusable(job, states)
+        wanted = 0 if family is None else multi_update.FAMILIES[family].states
+        if dtype is None or len(states) < wanted:
+            rest.append(n)
+        elif job.weight.size:
+            groups.setdefault((job.ctx, family, dtype), []).append((n, states[:wanted]))
+    for (ctx, family, dtype), members in groups.items():
+        with ctx.scope():
+            _launch(optimizer, ctx, family, dtype, [
+                (jobs[n], states, lrs[n], wds[n], counts[n]) for n, states in members])
+    return rest
+
+
+def _launch(optimizer, ctx, family, dtype, members):
+    """One launch of ``family``'s kernel over ``members``: ``(job, states, lr, wd, count)``."""
+    kernel = multi_update.generate(family, dtype)
+    table = np.array([(job.weight.data.ptr, job.grad.data.ptr, *(a.data.ptr for a in states),
+                       job.weight.size) for job, states, *_ in members], np.uint64)
+    scalars = _rates(optimizer, family, dtype, members)
+    rescale, has_clip, clip, hypers = _hypers(optimizer, family, dtype)
+    grid, block = multi_update.launch_grid([job.weight.size for job, *_ in members])
+    function = _function(ctx, kernel)
+    function(grid, block, (_upload(ctx, table), _upload(ctx, scalars), np.int32(len(members)),
+                           rescale, clip, has_clip, *hypers))
+    with _lock:
+        _LAUNCHES[(family, dtype)] += 1
+
+
+def _function(ctx, kernel):
+    key = (ctx, kernel.name)
+    with _lock:
+        function = _KERNELS.get(key)
+    if function is None:
+        module = ctx.xp.RawModule(code=kernel.source, options=multi_update.OPTIONS)
+        function = module.get_function(kernel.name)
+        with _lock:
+            _KERNELS[key] = function
+    return function
+
+
+def _upload(ctx, host):
+    """``host`` on ``ctx``'s device, reusing a device copy of the same bytes."""
+    key = (ctx, host.dtype.str, host.shape, host.tobytes())
+    with _lock:
+        device = _UPLOADS.pop(key, None)
+        if device is not None:
+            _UPLOADS[key] = device  # most recent last
+            return device
+    device = ctx.xp.asarray(host)
+    with _lock:
+        _UPLOADS[key] = device
+        while len(_UPLOADS) > _UPLOAD_CACHE_SIZE:
+            _UPLOADS.pop(next(iter(_UPLOADS)))
+    return device
