@@ -197,3 +197,22 @@ def test_out_of_memory_names_the_block_the_signature_and_the_arena(monkeypatch):
     assert net(data).shape == (64, 6, 5)  # memory back: the same signature now runs
     needed = net.compiled_signatures()[0].arena_bytes
     assert f"arena of {needed} bytes" in message
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_shaped_kernels_compile_with_nvrtc_for_sm90_without_spills(dtype):
+    nvrtc_check = pytest.importorskip("hybridgpu.vgpu.nvrtc_check")
+    if not nvrtc_check.available():
+        pytest.skip("needs pip cuda-bindings and nvidia-cuda-nvrtc (CUDA 13)")
+    from hybridgpu.compiler.passes import fuse_elementwise, plan_memory
+    from hybridgpu.executor.gpu import lower
+
+    x, m = mx.sym.var("x"), mx.sym.var("m")
+    g = Graph((mx.sym.tanh(mx.sym.broadcast_mul(x, m)) + mx.sym.exp(x))._outputs)
+    infer_types(g, {"x": dtype, "m": dtype})
+    infer_shapes(g, {"x": (4, 3, 5, 2), "m": (1, 3, 1, 1)})
+    g = fuse_elementwise(g)
+    program = lower(g, plan_memory(g), staged={"x"}, shape_args=True)
+    assert program.shaped and not program.module_sources()[0]
+    report = nvrtc_check.compile_for_sm90(program.source)
+    assert report.kernels and all(k.spill_bytes == 0 for k in report.kernels.values())
