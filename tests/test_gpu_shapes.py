@@ -216,3 +216,49 @@ def test_shaped_kernels_compile_with_nvrtc_for_sm90_without_spills(dtype):
     assert program.shaped and not program.module_sources()[0]
     report = nvrtc_check.compile_for_sm90(program.source)
     assert report.kernels and all(k.spill_bytes == 0 for k in report.kernels.values())
+
+
+def conv_net():
+    mx.random.seed(5)
+    net = nn.HybridSequential(prefix="cnn_")
+    with net.name_scope():
+        net.add(nn.Conv2D(8, 3, padding=1, in_channels=3), nn.BatchNorm(in_channels=8),
+                nn.Activation("relu"), nn.MaxPool2D(2),
+                nn.Conv2D(8, 3, padding=1, groups=8, in_channels=8),       # direct kernel
+                nn.Conv2DTranspose(4, 2, strides=2, in_channels=8),        # GEMM + col2im
+                nn.AvgPool2D(2), nn.Conv2D(6, 1, in_channels=4),           # 1x1: no im2col
+                nn.GlobalAvgPool2D(), nn.Flatten(), nn.Dense(5, in_units=6))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def test_conv_pool_and_reduce_kernels_take_the_batch_size_as_an_argument():
+    net = conv_net()
+    out = mx.sym.softmax(net(mx.sym.var("data")))
+    params = {k: v.data().asnumpy() for k, v in net.collect_params().items()}
+    rng = np.random.default_rng(4)
+    sources = set()
+    for batch in (1, 3, 2):
+        cpu, gpu = shaped_program(out, {"data": (batch, 3, 8, 8)})
+        static, shaped = gpu.program.module_sources()
+        assert not static
+        kinds = {k.name.split("_", 1)[1] for k in gpu.program.kernels}
+        assert {"im2col", "conv", "col2im", "pool", "red"} <= kinds
+        sources.add(shaped)
+        inputs = {"data": rng.standard_normal((batch, 3, 8, 8)).astype(np.float32), **params}
+        want = cpu(inputs)[0]
+        for _ in range(2):
+            got = gpu({k: mx.gpu(0).xp.asarray(v) for k, v in inputs.items()})[0]
+            np.testing.assert_allclose(mx.gpu(0).xp.asnumpy(got), want, rtol=1e-5, atol=1e-6)
+    assert len(sources) == 1  # one module for every batch size
+
+
+def test_shaped_window_and_reduce_kernels_compile_with_nvrtc_without_spills():
+    nvrtc_check = pytest.importorskip("hybridgpu.vgpu.nvrtc_check")
+    if not nvrtc_check.available():
+        pytest.skip("needs pip cuda-bindings and nvidia-cuda-nvrtc (CUDA 13)")
+    _, gpu = shaped_program(mx.sym.softmax(conv_net()(mx.sym.var("data"))),
+                            {"data": (2, 3, 8, 8)})
+    report = nvrtc_check.compile_for_sm90(gpu.program.module_sources()[1])
+    assert set(report.kernels) == {k.name for k in gpu.program.kernels}
+    assert all(k.spill_bytes == 0 for k in report.kernels.values())
