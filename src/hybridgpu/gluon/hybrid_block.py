@@ -359,12 +359,13 @@ class HybridBlock(Block):
         return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
 
     def _compile(self, trace, key, ctx):
-        """The Executable of ``trace`` (compile key ``key``); past ``SHAPE_ARGS_AFTER``
-        distinct input shapes of its program, with kernels taking sizes as arguments."""
+        """The Executable of ``trace`` (compile key ``key``); on gpu, past
+        ``SHAPE_ARGS_AFTER`` distinct input shapes of its program, with kernels taking sizes
+        as arguments."""
         seen = trace.program.compiled_shapes
         seen.add(tuple(shape for shape, _ in key[1]))
         flags = {**self._flags, "data_inputs": tuple(trace.input_names), "block": self.name}
-        if len(seen) > SHAPE_ARGS_AFTER:
+        if len(seen) > SHAPE_ARGS_AFTER and ctx.device_type == "gpu":
             flags["shape_args"] = True
         return compile_graph(trace.graph, ctx, key[3], flags)
 
