@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_gpu_backend import elementwise_graphs
 
 import hybridgpu as mx
 from hybridgpu.compiler import compile_graph
@@ -99,9 +102,9 @@ def test_new_batch_sizes_reuse_one_compiled_module_after_k_shapes(monkeypatch, t
     assert len({exe.program.module_sources()[1] for exe in shaped}) == 1
 
 
-def shaped_program(out, shapes):
+def shaped_program(out, shapes, dtype="float32"):
     g = Graph(out._outputs)
-    infer_types(g, {n: "float32" for n in shapes})
+    infer_types(g, {n: dtype for n in shapes})
     infer_shapes(g, shapes)
     cpu = compile_graph(g, mx.cpu(), False)
     gpu = compile_graph(g, mx.gpu(0), False, {"data_inputs": tuple(shapes), "shape_args": True})
@@ -125,6 +128,22 @@ def test_shaped_kernels_match_cpu(shapes):
     for _ in range(2):
         got = gpu({n: mx.gpu(0).xp.asarray(v) for n, v in inputs.items()})[0]
         np.testing.assert_allclose(mx.gpu(0).xp.asnumpy(got), want, rtol=1e-6, atol=1e-7)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(elementwise_graphs(), st.sampled_from(["float16", "float32", "float64"]),
+       st.integers(0, 2 ** 16))
+def test_random_elementwise_graphs_with_shape_arguments_agree_with_cpu(case, dtype, seed):
+    out, shapes = case
+    cpu, gpu = shaped_program(out, shapes, dtype)
+    rng = np.random.default_rng(seed)
+    inputs = {n: rng.uniform(-2, 2, s).astype(dtype) for n, s in shapes.items()}
+    want = cpu(inputs)[0].astype(np.float64)
+    tol = 2e-3 if dtype == "float16" else 1e-5
+    for _ in range(2):
+        got = gpu({n: mx.gpu(0).xp.asarray(a) for n, a in inputs.items()})[0]
+        np.testing.assert_allclose(mx.gpu(0).xp.asnumpy(got).astype(np.float64), want,
+                                   rtol=tol, atol=tol)
 
 
 def test_shaped_dense_uses_cublas_not_a_gemv_kernel():
