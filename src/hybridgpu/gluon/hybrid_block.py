@@ -30,7 +30,9 @@ import functools
 import inspect
 import threading
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
+
+import numpy as np
 
 from .. import modes, random_state, symbol
 from .. import ndarray as nd
@@ -45,10 +47,13 @@ from .nesting import flatten, regroup
 from .parameter import DeferredInitializationError, DeferredShapeError
 from .traced_backward import run_recorded
 
-__all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError"]
+__all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError", "CompiledSignature"]
 
 #: Signatures kept per block before the oldest is dropped (with one warning).
 MAX_TRACES = 8
+#: A program (one run of the Python) compiled for more distinct input shapes than this gets,
+#: for every later shape, kernels that take sizes as arguments (gpu: no new kernel compile).
+SHAPE_ARGS_AFTER = 4
 _HYBRIDIZE_FLAGS = ("static_alloc", "static_shape", "inline_limit", "forward_bulk_size",
                     "backward_bulk_size", "cuda_graph", "clear", "backend", "static_output")
 
@@ -69,6 +74,7 @@ class _Program:
         self.out_format = out_format
         self.reads = frozenset(reads)
         self.guard = self.guard_values(flat)
+        self.compiled_shapes = set()  # input shapes compiled from this program
 
     def guard_values(self, flat):
         """The values of what this program read, for inputs ``flat`` and the current mode."""
@@ -113,6 +119,11 @@ def _signature_key(in_format, flat, ctx):
 
 
 _ONE_INPUT = repr([0])  # the argument structure of the common call net(x)
+
+
+#: One compiled signature of a HybridBlock (``HybridBlock.compiled_signatures()``).
+CompiledSignature = namedtuple("CompiledSignature", ["inputs", "context", "training",
+                                                     "arena_bytes", "shape_args"])
 
 
 class DeferredInferenceError(InferenceError, ValueError):
@@ -343,10 +354,37 @@ class HybridBlock(Block):
         for name, param in trace.params:
             values[name] = param.data(ctx)._data
         if trace.executable is None:
-            flags = {**self._flags, "data_inputs": tuple(trace.input_names), "block": self.name}
-            trace.executable = compile_graph(trace.graph, ctx, key[3], flags)
+            trace.executable = self._compile(trace, key, ctx)
         outs = trace.executable(values, rng=random_state.generator(ctx))
         return regroup([NDArray(o, ctx) for o in outs], trace.out_format)
+
+    def _compile(self, trace, key, ctx):
+        """The Executable of ``trace`` (compile key ``key``); on gpu, past
+        ``SHAPE_ARGS_AFTER`` distinct input shapes of its program, with kernels taking sizes
+        as arguments."""
+        seen = trace.program.compiled_shapes
+        seen.add(tuple(shape for shape, _ in key[1]))
+        flags = {**self._flags, "data_inputs": tuple(trace.input_names), "block": self.name}
+        if len(seen) > SHAPE_ARGS_AFTER and ctx.device_type == "gpu":
+            flags["shape_args"] = True
+        return compile_graph(trace.graph, ctx, key[3], flags)
+
+    def compiled_signatures(self):
+        """The signatures this block has compiled (oldest first), as ``CompiledSignature``
+        tuples: ``inputs`` (``(shape, dtype name)`` each), ``context``, ``training``,
+        ``arena_bytes`` (device memory the gpu program holds; None on backends without an
+        arena) and ``shape_args`` (its kernels take sizes as arguments)."""
+        found = []
+        for key, trace in self._traces.items():
+            exe = trace.executable
+            if exe is None:
+                continue
+            inputs = tuple((shape, np.dtype(dtype).name) for shape, dtype in key[1])
+            flags = getattr(exe, "flags", None) or {}
+            found.append(CompiledSignature(inputs, key[2], key[3],
+                                           getattr(exe, "arena_bytes", None),
+                                           bool(flags.get("shape_args"))))
+        return found
 
     def _new_trace(self, key, flat, in_format, ctx):
         """The _Trace of a new compile key: the graph of a program whose guards hold for

@@ -66,9 +66,11 @@ import numpy as np
 from ...base import MXNetError
 from ...compiler.codegen.cuda import ElementwiseSpec, generate, ident, launch_config
 from ...compiler.codegen.cuda.ctype import FLOATS, supported
+from ...compiler.codegen.cuda.elementwise import BLOCK, MAX_BLOCKS
 from ...compiler.codegen.cuda.gemv import MAX_ROWS as MAX_GEMV_ROWS
 from ...compiler.codegen.cuda.gemv import GemvSpec, generate_gemv
 from ...compiler.codegen.cuda.philox import generate_advance
+from ...compiler.codegen.cuda.shaped import generate_shaped, shape_arguments, shape_free_key
 from ...compiler.passes.cuda_expr import substitute
 from ...compiler.passes.fold import constant_value
 from ...compiler.passes.rewrite import mutated_keys, readers
@@ -100,9 +102,11 @@ def _align(n):
 
 
 class _Lowering(TemplateLowering):
-    def __init__(self, graph, plan, staged, is_train):
+    def __init__(self, graph, plan, staged, is_train, shape_args=False):
         self.graph, self.plan, self.is_train = graph, plan, is_train
         self.steps, self.kernels, self._by_spec = [], [], {}
+        self.shape_args = shape_args
+        self.shaped = set()  # names of the kernels that take their sizes as arguments
         self.constants = {}
         self.aliases = {}  # value key -> the Ref of the value it reinterprets
         self.unread = {}   # value key -> arena offset of an output nobody reads
@@ -188,7 +192,7 @@ class _Lowering(TemplateLowering):
         workspace = self._region(WORKSPACE_BYTES) if has_gemm else None
         bound = tuple(n.name for n in self.graph.variables if n.name not in self.staged)
         return Program(self.steps, self.kernels, self.offset, self.inputs, outputs, bound,
-                       self.constants, workspace, self.rng_state)
+                       self.constants, workspace, self.rng_state, frozenset(self.shaped))
 
     def _try(self, make, i, node):
         """``make(i, node)``; a template that fails on this node (a case it does not cover)
@@ -214,12 +218,32 @@ class _Lowering(TemplateLowering):
         """Launch the kernel of ``spec`` with ``outs`` and ``ins`` (Refs)."""
         if set(outs) & set(ins):
             spec = dataclasses.replace(spec, aliased=True)
+        if self.shape_args:
+            return self._launch_shaped(spec, i, kind, outs, ins)
         kernel = self._kernel(spec, i, kind)
         grid, block = launch_config(kernel)
         size = math.prod(spec.shape)
         args = [Buffer(r, d, size) for r, d in zip(outs, spec.outputs)]
         args += [Buffer(r, d, math.prod(s)) for r, (s, d) in zip(ins, spec.inputs)]
         self.steps.append(Launch(kernel.name, grid, block, (*args, ALIGNED), node=i))
+
+    def _launch_shaped(self, spec, i, kind, outs, ins):
+        """Launch the kernel of ``spec`` that takes its sizes as arguments (one kernel, and
+        one source, for every shape of this spec's rank and body)."""
+        key = ("shaped", shape_free_key(spec))
+        kernel = self._by_spec.get(key)
+        if kernel is None:
+            kernel = self._by_spec[key] = generate_shaped(spec, ident("k", i, kind))
+            self.kernels.append(kernel)
+            self.shaped.add(kernel.name)
+        work, vector, sizes = shape_arguments(spec, kernel)
+        grid = (max(1, min(MAX_BLOCKS, -(-work // BLOCK))), 1, 1)
+        size = math.prod(spec.shape)
+        args = [Buffer(r, d, size) for r, d in zip(outs, spec.outputs)]
+        args += [Buffer(r, d, math.prod(s)) for r, (s, d) in zip(ins, spec.inputs)]
+        aligned = ALIGNED if vector else np.int32(0)
+        self.steps.append(Launch(kernel.name, grid, (BLOCK, 1, 1), (*args, *sizes, aligned),
+                                 node=i))
 
     def _elementwise(self, i, node):
         spec = elementwise_spec(self.graph, i)
@@ -266,7 +290,10 @@ class _Lowering(TemplateLowering):
     def _gemv(self, i, node):
         """A small-batch FullyConnected-shaped GEMM (``x @ w^T``) as a GEMV kernel carrying
         its epilogue: its bias, or the elementwise node that alone reads it and runs next.
-        Deferred to that node (returns True with nothing emitted), or emitted by it."""
+        Deferred to that node (returns True with nothing emitted), or emitted by it. Not
+        with shape arguments (a GEMV kernel has its sizes as constants: cuBLAS instead)."""
+        if self.shape_args:
+            return False
         if i in self.pending:
             gemm, found = self.pending.pop(i)
             if self._try(lambda j, n: self._emit_gemv(j, n, gemm, found), i, node):
@@ -451,10 +478,12 @@ def reinterprets(graph, i):
             and np.array_equal(result.reshape(-1), probe.reshape(-1)))
 
 
-def lower(graph, plan, staged=(), is_train=False):
+def lower(graph, plan, staged=(), is_train=False, shape_args=False):
     """The Program of ``graph`` laid out by ``plan``; ``staged`` names the variables copied
-    into the arena on each call (the others are read in place)."""
-    return _Lowering(graph, plan, set(staged), is_train).run()
+    into the arena on each call (the others are read in place). ``shape_args``: elementwise
+    kernels take their sizes as arguments (``compiler/codegen/cuda/shaped.py``) and no GEMV
+    kernel is generated, so another shape of the same graph needs no new compile for them."""
+    return _Lowering(graph, plan, set(staged), is_train, shape_args).run()
 
 
 def kernel_file_name(source):

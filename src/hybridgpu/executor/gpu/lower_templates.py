@@ -24,9 +24,10 @@ import numpy as np
 from ...compiler.codegen.cuda import ElementwiseSpec, ident, launch_config
 from ...compiler.codegen.cuda.batchnorm import generate_batch_norm
 from ...compiler.codegen.cuda.ctype import supported
+from ...compiler.codegen.cuda.elementwise import BLOCK, MAX_BLOCKS
 from ...compiler.codegen.cuda.gather import GatherSpec, gather_tables, generate_gather
 from ...compiler.codegen.cuda.philox import generate_dropout
-from ...compiler.codegen.cuda.reduce import ReduceSpec, generate_reduce
+from ...compiler.codegen.cuda.reduce import MAX_GRID, ReduceSpec, generate_reduce
 from ...compiler.codegen.cuda.window import (
     generate_col2im,
     generate_conv,
@@ -60,11 +61,22 @@ class TemplateLowering:
         return spec is not None and self._reduce_launch(spec, i, node)
 
     def _reduce_launch(self, spec, i, node):
-        kernel, grid, block = self._cached(spec, lambda: generate_reduce(
-            spec, ident("k", i, "red")))
         outs = range(3 if spec.kind == "layernorm" else 1)  # LayerNorm: data, mean, std
         args = [self._buffer((i, k)) for k in outs]
         args += [self._buffer(self.graph.key(e)) for e in node.inputs]
+        if self.shape_args and spec.shape and 0 not in spec.axes:
+            # the kernel of a batch of 2 (the batch dimension kept in its index arithmetic),
+            # taking the row count as an argument: one kernel for every batch size
+            two = dataclasses.replace(spec, shape=(2, *spec.shape[1:]), rows_arg=True)
+            kernel, _, block = self._cached(two, lambda: generate_reduce(
+                two, ident("k", i, "red")))
+            self.shaped.add(kernel.name)
+            rows = math.prod(d for a, d in enumerate(spec.shape) if a not in spec.axes)
+            grid = (max(1, min(rows, MAX_GRID)), 1, 1)
+            self._add(kernel, grid, block, [*args, np.int64(rows)], i)
+            return True
+        kernel, grid, block = self._cached(spec, lambda: generate_reduce(
+            spec, ident("k", i, "red")))
         self._add(kernel, grid, block, args, i)
         return True
 
@@ -78,15 +90,30 @@ class TemplateLowering:
             self._launch(spec, i, "ew", [self.ref((i, 0))], [self.ref(self.graph.key(
                 node.inputs[2]))])
             return True
-        if node.op.name == "_backward_Pooling":
-            kernel, grid, block = self._cached(("backward", spec), lambda: with_config(
-                generate_pool_backward(spec, ident("k", i, "poolgrad"))))
-        else:
-            kernel, grid, block = self._cached(spec, lambda: with_config(
-                generate_pool(spec, ident("k", i, "pool"))))
         args = [self._buffer((i, 0))] + [self._buffer(self.graph.key(e)) for e in node.inputs]
-        self._add(kernel, grid, block, args, i)
+        if node.op.name == "_backward_Pooling":
+            self._window(("backward", spec), lambda s: generate_pool_backward(
+                s, ident("k", i, "poolgrad")), args, i)
+        else:
+            self._window(("pool", spec), lambda s: generate_pool(s, ident("k", i, "pool")),
+                         args, i)
         return True
+
+    def _window(self, key, make, args, i):
+        """Launch the window kernel ``make(spec)`` of ``key = (kind, spec)``. With shape
+        arguments: the kernel made for batch 1, taking its element count as an argument, so
+        every batch size shares it (``window.py``: ``batch_arg``)."""
+        kind, spec = key
+        if not self.shape_args:
+            kernel, grid, block = self._cached(key, lambda: with_config(make(spec)))
+            self._add(kernel, grid, block, args, i)
+            return
+        one = batch_free(spec)
+        kernel, _, block = self._cached((kind, one), lambda: with_config(make(one)))
+        self.shaped.add(kernel.name)
+        total = kernel.work_items * spec.shape[0]
+        grid = (max(1, min(MAX_BLOCKS, -(-total // BLOCK))), 1, 1)
+        self._add(kernel, grid, block, [*args, np.int64(total)], i)
 
     def _conv(self, i, node):
         spec = conv_spec(self.graph, i)
@@ -95,9 +122,8 @@ class TemplateLowering:
         keys = [self.graph.key(e) for e in node.inputs]
         args = [self._buffer((i, 0))] + [self._buffer(k) for k in keys]
         if not conv_as_gemm(spec):
-            kernel, grid, block = self._cached(spec, lambda: with_config(
-                generate_conv(spec, ident("k", i, "conv"))))
-            self._add(kernel, grid, block, args, i)
+            self._window(("conv", spec), lambda s: generate_conv(s, ident("k", i, "conv")),
+                         args, i)
             return True
         n, c, h, w = spec.shape
         _, o, oh, ow = spec.out_shape
@@ -105,9 +131,8 @@ class TemplateLowering:
         col = args[1].ref
         if not pointwise(spec):
             col = Ref.arena(self.col)
-            kernel, grid, block = self._cached(("im2col", spec), lambda: with_config(
-                generate_im2col(spec, ident("k", i, "im2col"))))
-            self._add(kernel, grid, block, [Buffer(col, spec.dtype, n * k * p), args[1]], i)
+            self._window(("im2col", spec), lambda s: generate_im2col(s, ident("k", i, "im2col")),
+                         [Buffer(col, spec.dtype, n * k * p), args[1]], i)
         gemm = row_major_gemm(spec.dtype, o, p, k, args[2].ref, False, col, False,
                               args[0].ref, batch=n, node=i)
         self.steps.append(dataclasses.replace(gemm, stride_b=0))  # one weight for all images
@@ -196,10 +221,9 @@ class TemplateLowering:
         gemm = row_major_gemm(spec.dtype, k, h * w, c, args[2].ref, True, args[1].ref, False,
                               cols, batch=n, node=i)
         self.steps.append(dataclasses.replace(gemm, stride_b=0))
-        kernel, grid, block = self._cached(("col2im", spec), lambda: with_config(
-            generate_col2im(spec, ident("k", i, "col2im"))))
         launch = [args[0], Buffer(cols, spec.dtype, n * k * h * w)] + args[3:4]
-        self._add(kernel, grid, block, launch, i)
+        self._window(("col2im", spec), lambda s: generate_col2im(s, ident("k", i, "col2im")),
+                     launch, i)
         return True
 
     def _wgrad(self, i, node):
@@ -234,6 +258,15 @@ class TemplateLowering:
                 continue
             need = max(need, scratch_bytes(self.graph, i))
         return self._region(need) if need else None
+
+
+def batch_free(spec):
+    """``spec`` (a PoolSpec or ConvSpec) at batch 1 with ``batch_arg`` set: its kernel's
+    source is the same for every batch size."""
+    changes = {"shape": (1, *spec.shape[1:]), "batch_arg": True}
+    if hasattr(spec, "out_shape"):
+        changes["out_shape"] = (1, *spec.out_shape[1:])
+    return dataclasses.replace(spec, **changes)
 
 
 def with_config(kernel):

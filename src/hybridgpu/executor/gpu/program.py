@@ -180,15 +180,21 @@ class Program:
     constants: dict = field(default_factory=dict)
     workspace: int | None = None  # arena offset of the cuBLAS workspace (WORKSPACE_BYTES)
     rng_state: int | None = None  # arena offset of the Philox (seed, run) pair, 2 x uint64
+    shaped: frozenset = frozenset()  # kernels taking their sizes as arguments (by name)
 
     @property
     def source(self):
         """The CUDA source of every kernel: one translation unit (``cuda_fp16.h`` included
         only when a kernel uses ``__half``: it is the one header the kernels may need)."""
-        if not self.kernels:
-            return ""
-        body = "\n".join(k.source for k in self.kernels)
-        return ("#include <cuda_fp16.h>\n\n" + body) if "__half" in body else body
+        return _translation_unit(self.kernels)
+
+    def module_sources(self):
+        """``(static source, shaped source)``: the kernels with constant sizes, compiled
+        per program, and those taking their sizes as arguments (``shaped``), whose source
+        is the same for every shape of the graph, compiled once; either may be ``""``."""
+        static = [k for k in self.kernels if k.name not in self.shaped]
+        shaped = [k for k in self.kernels if k.name in self.shaped]
+        return _translation_unit(static), _translation_unit(shaped)
 
     def segments(self):
         """``[(kind, [step indices])]``: runs of capturable steps (``"graph"``) and single
@@ -207,7 +213,9 @@ class Program:
         graphs = sum(1 for kind, _ in self.segments() if kind == "graph")
         eager = len(self.steps) - sum(len(s) for k, s in self.segments() if k == "graph")
         lines = [f"gpu program: {_count(len(self.steps), 'step')}, "
-                 f"{_count(len(self.kernels), 'kernel')}, arena {_size(self.arena_bytes)}, "
+                 f"{_count(len(self.kernels), 'kernel')}"
+                 + (f" ({len(self.shaped)} taking shapes as arguments)" if self.shaped else "")
+                 + f", arena {_size(self.arena_bytes)}, "
                  f"{_count(graphs, 'captured segment')}"
                  + (f" around {_count(eager, 'eager step')}" if eager else "")]
         for name, (offset, nbytes) in self.inputs.items():
@@ -218,6 +226,13 @@ class Program:
         for k, (ref, shape, dtype) in enumerate(self.outputs):
             lines.append(f"  out {k}   {ref} {shape} {dtype}")
         return "\n".join(lines)
+
+
+def _translation_unit(kernels):
+    if not kernels:
+        return ""
+    body = "\n".join(k.source for k in kernels)
+    return ("#include <cuda_fp16.h>\n\n" + body) if "__half" in body else body
 
 
 def _quote(name):

@@ -43,6 +43,7 @@ Example (CuPy or the virtual GPU needed to run a program; here only what it woul
 from __future__ import annotations
 
 import os
+import re
 import threading
 import weakref
 
@@ -86,7 +87,8 @@ class GpuExecutable(Executable):
         names = [n.name for n in graph.variables]
         staged = flags.get("data_inputs")
         staged = names if staged is None else [n for n in names if n in set(staged)]
-        return cls(graph, lower(graph, plan, staged, is_train), ctx, is_train, flags)
+        program = lower(graph, plan, staged, is_train, bool(flags.get("shape_args")))
+        return cls(graph, program, ctx, is_train, flags)
 
     def __str__(self):
         return str(self.program)
@@ -151,10 +153,7 @@ class _State:
         try:
             self.arena = xp.empty((max(self.program.arena_bytes, 1),), dtype=np.uint8)
         except Exception as err:  # CuPy's OutOfMemoryError and its kin
-            owner = f" of HybridBlock {exe.block!r}" if exe.block else ""
-            raise MXNetError(f"gpu program{owner}: cannot allocate its arena of "
-                             f"{self.program.arena_bytes} bytes on {exe.ctx} (one arena per "
-                             f"input signature; see executable.arena_bytes): {err}") from None
+            raise _arena_error(exe, err) from None
         self.stream = xp.cuda.Stream(non_blocking=True)
         self.constants = {k: xp.asarray(v) for k, v in self.program.constants.items()}
         self.staged = set(self.program.inputs)
@@ -303,17 +302,20 @@ class _State:
     def _function(self, name):
         fn = self.functions.get(name)
         if fn is None:
-            if self.module is None:
-                self.module = self._compile()
-            fn = self.functions[name] = self.module.get_function(name)
+            static, shaped = self.program.module_sources()
+            if name in self.program.shaped:
+                module = _shaped_module(self.xp, self.exe.ctx, shaped)
+            else:
+                if self.module is None:
+                    self.module = _module(self.xp, static)
+                module = self.module
+            try:
+                fn = self.functions[name] = module.get_function(name)
+            except MXNetError:
+                raise
+            except Exception as err:  # CuPy compiles on the first get_function
+                raise _compile_error(err, static if module is self.module else shaped) from None
         return fn
-
-    def _compile(self):
-        try:
-            return self.xp.RawModule(code=self.program.source, options=("-std=c++17",))
-        except Exception as err:
-            raise MXNetError(f"gpu program: the generated CUDA source does not compile: "
-                             f"{err}\n{numbered(self.program.source)}") from None
 
     def _launch(self, step):
         kernel = self._function(step.kernel)
@@ -362,6 +364,55 @@ class _State:
             ref, shape, dtype = out
             target = self.view(ref, shape, dtype)
             target[...] = value
+
+
+def _module(xp, source):
+    try:
+        return xp.RawModule(code=source, options=("-std=c++17",))
+    except Exception as err:
+        raise _compile_error(err, source) from None
+
+
+def _compile_error(err, source):
+    return MXNetError(f"gpu program: the generated CUDA source does not compile: {err}\n"
+                      f"{numbered(source)}")
+
+
+#: Modules of kernels that take their sizes as arguments, by (device, source): one compiled
+#: module serves every signature of a block that keeps seeing new shapes.
+_SHAPED_MODULES = {}
+_SHAPED_LOCK = threading.Lock()
+
+
+def _shaped_module(xp, ctx, source):
+    key = (getattr(xp, "is_virtual", False), ctx.device_id, source)
+    with _SHAPED_LOCK:
+        module = _SHAPED_MODULES.get(key)
+        if module is None:
+            module = _SHAPED_MODULES[key] = _module(xp, source)
+            for name in _kernel_names(source):  # compile now, under the lock, not per caller
+                module.get_function(name)
+        return module
+
+
+def _kernel_names(source):
+    return re.findall(r'^extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(',
+                      source, flags=re.M)
+
+
+def _arena_error(exe, err):
+    """The error of an arena that does not fit: the block, the signature, the size."""
+    from .program import _size
+
+    owner = f" of HybridBlock {exe.block!r}" if exe.block else ""
+    shapes = ", ".join(f"{n.name} {exe.graph.shapes.get((exe.graph.index[id(n)], 0))}"
+                       for n in exe.graph.variables if n.name in exe.program.inputs)
+    signature = f" (inputs {shapes})" if shapes else ""
+    return MXNetError(f"gpu program{owner}{signature}: out of memory allocating its arena of "
+                      f"{exe.program.arena_bytes} bytes on {exe.ctx} "
+                      f"({_size(exe.program.arena_bytes)}); each input signature has its own "
+                      f"arena (see "
+                      f"HybridBlock.compiled_signatures() and executable.arena_bytes): {err}")
 
 
 def build_gpu_executable(graph, plan, ctx, is_train, flags=None):

@@ -11,7 +11,7 @@ Example:
     >>> g = Graph(mx.sym.mean(mx.sym.var("x"), axis=(2, 3))._outputs)
     >>> infer_shapes(g, {"x": (2, 3, 4, 5)}); infer_types(g, {"x": "float32"})
     >>> reduce_spec(g, 1)
-    ReduceSpec(shape=(2, 3, 4, 5), axes=(2, 3), in_dtype='float32', out_dtype='float32', kind='mean', scale=1.0)
+    ReduceSpec(shape=(2, 3, 4, 5), axes=(2, 3), in_dtype='float32', out_dtype='float32', kind='mean', scale=1.0, rows_arg=False)
 """  # noqa: E501
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ row's ``R`` elements (index arithmetic with constants, contiguous runs of dimens
 accumulating sums and products in double (a reduction is memory-bound; NumPy's pairwise sums
 are accurate too, so the two agree closely) and softmax in float (double for float64 data),
 then meet in a shared-memory tree. NaN
-propagates through max and min as in NumPy. Arguments: ``(out pointer, in pointer)``.
+propagates through max and min as in NumPy. Arguments: ``(out pointer, in pointer)``; with
+``rows_arg`` one more, ``long long rows``: the row count is then not in the source, and a
+kernel generated for a batch of 2 (axis 0 kept) serves every batch size.
 
 Example:
     >>> k, grid, block = generate_reduce(
@@ -60,6 +62,7 @@ class ReduceSpec:
     out_dtype: str
     kind: str
     scale: float = 1.0
+    rows_arg: bool = False  # the row count is an argument (see the module docstring)
 
 
 def block_size(n):
@@ -118,11 +121,14 @@ def generate_reduce(spec, name):
     if spec.kind == "layernorm":  # outputs: data, mean, std; inputs: data, gamma, beta
         params[1:1] = [f"{t_out}* __restrict__ o1", f"{t_out}* __restrict__ o2"]
         params += [f"const {t_in}* __restrict__ gamma", f"const {t_in}* __restrict__ beta"]
+    if spec.rows_arg:
+        params.append("long long rows")
     head = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
             f"{', '.join(params)})")
+    bound = "rows" if spec.rows_arg else rows
     with src.block(head):
         src.line(f"__shared__ {acc} buf[{threads}];")
-        with src.block(f"for (long long row = blockIdx.x; row < {rows}; row += gridDim.x)"):
+        with src.block(f"for (long long row = blockIdx.x; row < {bound}; row += gridDim.x)"):
             src.line(f"const long long base = {_offset('row', *kept)};")
             if spec.kind == "layernorm":
                 _layer_norm_body(src, spec, acc, length, red)

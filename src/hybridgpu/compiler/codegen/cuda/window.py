@@ -11,7 +11,10 @@ Convolution: ``out[n, o, y, x] = bias[o] + sum over the group's channels c and t
 (ky, kx) of data[n, g * Cg + c, y * sy - py + ky * dy, x * sx - px + kx * dx] * w[o, c, ky,
 kx]`` with ``g = o / (O / groups)``, accumulated in float (double for float64).
 
-Arguments: pooling ``(out, data)``; convolution ``(out, data, weight[, bias])``.
+Arguments: pooling ``(out, data)``; convolution ``(out, data, weight[, bias])``. With
+``batch_arg`` (a spec field), a kernel takes one more argument, ``long long total``: the number
+of elements it computes. Its source then has no batch size (generate it for batch 1), so one
+compiled kernel serves every batch size (the GPU backend's shape arguments).
 
 Example:
     >>> spec = PoolSpec((1, 2, 5, 5), (2, 2), (3, 3), (2, 2), (1, 1), "avg", True, "float32")
@@ -47,6 +50,7 @@ class PoolSpec:
     kind: str
     include_pad: bool
     dtype: str
+    batch_arg: bool = False  # the element count is an argument (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class ConvSpec:
     groups: int
     bias: bool
     dtype: str
+    batch_arg: bool = False  # the element count is an argument (see the module docstring)
 
 
 def _coords(src, out_shape):
@@ -71,6 +76,18 @@ def _coords(src, out_shape):
     src.line(f"const int oy = (int)((i / {w}) % {h});")
     src.line(f"const int c = (int)((i / {w * h}) % {c});")
     src.line(f"const int n = (int)(i / {w * h * c});")
+
+
+def _sized(params, spec, total):
+    """``(params, loop bound)``: with ``spec.batch_arg`` the bound is the argument ``total``
+    (appended to ``params``), else the constant ``total``."""
+    if spec.batch_arg:
+        return [*params, "long long total"], "total"
+    return params, total
+
+
+def _kinds(params):
+    return tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
 
 
 def _grid_loop(src, total):
@@ -85,10 +102,10 @@ def generate_pool(spec, name):
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.pad
     acc, t = ("double" if spec.dtype == "float64" else "float"), STORAGE[spec.dtype]
     total = n * c * oh * ow
+    params, bound = _sized([f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0"], spec, total)
     src = CudaSource()
-    head = (f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({t}* __restrict__ o0, '
-            f"const {t}* __restrict__ i0)")
-    with src.block(head), _grid_loop(src, total):
+    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, c, oh, ow))
         src.line(f"const int y0 = oy * {sh} - {ph};")
         src.line(f"const int x0 = ox * {sw} - {pw};")
@@ -109,7 +126,7 @@ def generate_pool(spec, name):
         if spec.kind == "avg":
             _divide(src, spec, h, w)
         src.line(f"o0[i] = {store(spec.dtype, f'({acc})v')};")
-    return Kernel(name, src.text(), (f"{t}*", f"const {t}*"), total, False)
+    return Kernel(name, src.text(), _kinds(params), total, False)
 
 
 def _divide(src, spec, h, w):
@@ -137,9 +154,10 @@ def generate_conv(spec, name):
     params = [f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0", f"const {t}* __restrict__ wt"]
     if spec.bias:
         params.append(f"const {t}* __restrict__ bs")
+    params, bound = _sized(params, spec, total)
     src = CudaSource()
     head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
-    with src.block(head), _grid_loop(src, total):
+    with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, o, oh, ow))
         src.line(f"const int g = c / {og};")
         src.line(f"const int y0 = oy * {sh} - {ph};")
@@ -172,10 +190,12 @@ def generate_im2col(spec, name, batch_inner=False):
     t = STORAGE[spec.dtype]
     p, k = oh * ow, c * kh * kw
     total = n * k * p
+    if spec.batch_arg and batch_inner:
+        raise ValueError("im2col with the batch inner needs the batch size in its source")
+    params, bound = _sized([f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0"], spec, total)
     src = CudaSource()
-    head = (f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({t}* __restrict__ o0, '
-            f"const {t}* __restrict__ i0)")
-    with src.block(head), _grid_loop(src, total):
+    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    with src.block(head), _grid_loop(src, bound):
         src.line(f"const int ox = (int)(i % {ow});")
         src.line(f"const int oy = (int)((i / {ow}) % {oh});")
         src.line(f"const int kx = (int)((i / {p}) % {kw});")
@@ -191,7 +211,7 @@ def generate_im2col(spec, name, batch_inner=False):
             src.line(f"o0[kk * {n * p} + n * {p} + (i % {p})] = {value};")
         else:
             src.line(f"o0[i] = {value};")
-    return Kernel(name, src.text(), (f"{t}*", f"const {t}*"), total, False)
+    return Kernel(name, src.text(), _kinds(params), total, False)
 
 
 def generate_col2im(spec, name):
@@ -208,10 +228,11 @@ def generate_col2im(spec, name):
     params = [f"{t}* __restrict__ o0", f"const {t}* __restrict__ col"]
     if spec.bias:
         params.append(f"const {t}* __restrict__ bs")
+    total = n * f * oh * ow
+    params, bound = _sized(params, spec, total)
     src = CudaSource()
     head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
-    total = n * f * oh * ow
-    with src.block(head), _grid_loop(src, total):
+    with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, f, oh, ow))
         src.line(f"{acc} v = {'bs[c]' if spec.bias else f'({acc})0'};")
         src.line(f"const {t}* cols = col + (long long)n * {f * kh * kw * p};")
@@ -254,9 +275,10 @@ def generate_pool_backward(spec, name):
     total = n * c * h * w
     params = [f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0",
               f"const {t}* __restrict__ y0", f"const {t}* __restrict__ g0"]
+    params, bound = _sized(params, spec, total)
     src = CudaSource()
     head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
-    with src.block(head), _grid_loop(src, total):
+    with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, c, h, w))  # here (oy, ox) name the input element
         src.line(f"const long long plane = (long long)n * {c} + c;")
         src.line(f"const {t}* xs = i0 + plane * {h * w};")
