@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gpu_backend import elementwise_graphs
 
 import hybridgpu as mx
 from hybridgpu.compiler import compile_graph
@@ -20,6 +19,7 @@ from hybridgpu.executor.gpu import runtime
 from hybridgpu.executor.gpu.runtime import GpuExecutable
 from hybridgpu.gluon import HybridBlock, hybrid_block, nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
+from test_gpu_backend import elementwise_graphs
 
 pytestmark = pytest.mark.gpu
 
