@@ -32,7 +32,8 @@ def device_choice():
         import cupy
     except ImportError:
         return cpu(0), ("CuPy is not installed, so NumPy runs everything (on a machine with an "
-                        "NVIDIA GPU: pip install -e '.[cuda12]')")
+                        "NVIDIA GPU: pip install -e '.[cuda13]', or '.[cuda12]' for a CUDA 12 "
+                        "driver)")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as err:  # CuPy raises its own runtime errors without a driver
