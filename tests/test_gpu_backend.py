@@ -516,3 +516,24 @@ def test_ten_thousand_replays_grow_no_device_memory():
     np.testing.assert_array_equal(net(x).asnumpy(), first)
     exe = net._last_trace.executable
     assert isinstance(exe, GpuExecutable) and exe.captures == 1
+
+
+def test_two_forwards_under_one_record_keep_their_own_saved_values():
+    """The backward of each call reads what its own forward saved (the arena is reused by the
+    next call, so a captured backward must not read the forward's buffers in place)."""
+    from hybridgpu import autograd
+
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal((3, 20)).astype(np.float32) for _ in range(2)]
+    grads = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        net = seed_mlp(ctx)
+        net.hybridize()
+        with autograd.record():
+            y1 = net(mx.nd.array(xs[0], ctx=ctx))
+            y2 = net(mx.nd.array(xs[1], ctx=ctx))
+            loss = (y1 * y1).sum() + (y2 * 3).sum()
+        loss.backward()
+        grads.append([p.grad(ctx).asnumpy() for p in net.collect_params().values()])
+    for want, got in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
