@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import hybridgpu as mx
 from hybridgpu.compiler import compile_graph
@@ -16,6 +14,8 @@ from hybridgpu.executor.gpu import Gemm, Launch
 from hybridgpu.executor.gpu.runtime import GpuExecutable
 from hybridgpu.gluon import nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
+
+from optional_hypothesis import HealthCheck, given, settings, st
 
 pytestmark = pytest.mark.gpu
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import hybridgpu as mx
 from hybridgpu.compiler import compile_graph
@@ -20,6 +18,8 @@ from hybridgpu.executor.gpu.runtime import GpuExecutable
 from hybridgpu.gluon import HybridBlock, hybrid_block, nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
 from test_gpu_backend import elementwise_graphs
+
+from optional_hypothesis import HealthCheck, given, settings, st
 
 pytestmark = pytest.mark.gpu
 

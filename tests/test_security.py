@@ -13,8 +13,6 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import hybridgpu as mx
 from hybridgpu import gluon, nd
@@ -22,6 +20,8 @@ from hybridgpu.compiler import compile_graph
 from hybridgpu.gluon import nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
 from hybridgpu.safe_text import c_comment, c_string, identifier, one_line, python_comment
+
+from optional_hypothesis import HealthCheck, given, settings, st
 
 
 def _payloads(marker):
