@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .ctype import COMPUTE, STORAGE, load, store
 from .elementwise import Kernel
 from .reduce import MAX_GRID, ReduceSpec, _geometry, _loop, _offset, _tree, block_size
-from .source import CudaSource
+from .source import CudaSource, kernel_head, param_kinds
 
 __all__ = ["BatchNormSpec", "generate_batch_norm"]
 
@@ -70,7 +70,7 @@ def generate_batch_norm(spec, name):
     threads = block_size(length)
     params = _params(spec)
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({threads}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, threads)
     with src.block(head):
         src.line(f"__shared__ double buf[{threads}];")
         with src.block(f"for (long long row = blockIdx.x; row < {rows}; row += gridDim.x)"):
@@ -80,7 +80,7 @@ def generate_batch_norm(spec, name):
             else:
                 _forward(src, spec, length, red)
     grid = min(rows, MAX_GRID)
-    kinds = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, grid * threads, False), (grid, 1, 1), (threads, 1, 1)
 
 

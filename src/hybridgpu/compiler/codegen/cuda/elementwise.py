@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass
 
 from .ctype import COMPUTE, STORAGE, load, store
-from .source import CudaSource
+from .source import CudaSource, param_kinds
 
 __all__ = ["ElementwiseSpec", "Kernel", "generate", "coalesce", "BLOCK", "MAX_BLOCKS",
            "launch_config"]
@@ -183,7 +183,7 @@ def generate(spec, name):
                 _vector_loop(src, spec, name, extents, strides, index_t)
                 src.line("return;")
         _scalar_loop(src, spec, name, extents, strides, index_t, compute)
-    params = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in outs + ins)
+    params = param_kinds(outs + ins)
     work = size // 4 if vector else size
     return Kernel(name, src.text(), params + ("int",), work, vector)
 

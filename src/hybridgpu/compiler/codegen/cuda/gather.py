@@ -30,7 +30,7 @@ import numpy as np
 
 from .ctype import STORAGE
 from .elementwise import BLOCK, Kernel
-from .source import CudaSource
+from .source import CudaSource, kernel_head, param_kinds
 
 __all__ = ["GatherSpec", "gather_tables", "generate_gather", "MAX_ELEMENTS"]
 
@@ -117,7 +117,7 @@ def generate_gather(spec, name):
     ins = [f"const {t}* __restrict__ i{k}" for k in range(len(spec.in_sizes))]
     params = [f"{t}* __restrict__ o0", "const int* __restrict__ table", *ins]
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, BLOCK)
     with src.block(head), src.block(
             f"for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
             f"i < {spec.size}; i += (long long)gridDim.x * blockDim.x)"):
@@ -131,5 +131,5 @@ def generate_gather(spec, name):
             else:
                 src.line(f"{'if' if k == 0 else 'else if'} (j < {start + n}) {pick}")
             start += n
-    kinds = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, spec.size, False)

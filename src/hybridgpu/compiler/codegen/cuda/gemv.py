@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .ctype import STORAGE, load, store
 from .elementwise import BLOCK, Kernel, _element_function, _index_expr, coalesce
-from .source import CudaSource
+from .source import CudaSource, param_kinds
 
 __all__ = ["GemvSpec", "generate_gemv", "MAX_ROWS"]
 
@@ -67,7 +67,7 @@ def generate_gemv(spec, name):
             _dot_products(src, spec, t)
             with src.block("if (lane == 0)"):
                 _epilogue(src, spec, name, extents, strides, t)
-    kinds = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds + ("int",), spec.cols * 32, False)
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .ctype import STORAGE, load, store
 from .elementwise import Kernel, _index_expr
-from .source import CudaSource
+from .source import CudaSource, param_kinds
 
 __all__ = ["ReduceSpec", "generate_reduce", "KINDS", "block_size"]
 
@@ -137,7 +137,7 @@ def generate_reduce(spec, name):
             else:
                 _reduce_body(src, spec, acc, length, red)
     grid = min(rows, MAX_GRID)
-    kinds = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, grid * threads, False), (grid, 1, 1), (threads, 1, 1)
 
 

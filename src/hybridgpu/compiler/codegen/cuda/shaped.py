@@ -40,7 +40,7 @@ import numpy as np
 
 from .ctype import COMPUTE, STORAGE, load, store
 from .elementwise import Kernel, coalesce
-from .source import CudaSource
+from .source import CudaSource, param_kinds
 
 __all__ = ["generate_shaped", "shape_arguments", "shape_free_key"]
 
@@ -88,7 +88,7 @@ def generate_shaped(spec, name):
                 _vector_loop(src, spec, name, rank)
                 src.line("return;")
         _scalar_loop(src, spec, name, rank, compute)
-    params = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in outs + ins)
+    params = param_kinds(outs + ins)
     params += ("long long",) * len(sizes) + ("int",)
     return Kernel(name, src.text(), params, 0, vector)
 

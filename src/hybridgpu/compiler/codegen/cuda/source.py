@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import re
 
-__all__ = ["CudaSource", "ident", "safe_comment", "numbered"]
+__all__ = ["CudaSource", "ident", "safe_comment", "numbered", "kernel_head", "param_kinds"]
 
 _PART = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
 _MAX_COMMENT = 120
@@ -61,6 +61,29 @@ def safe_comment(text):
     while "*/" in text or "/*" in text or "//" in text:
         text = text.replace("*/", "").replace("/*", "").replace("//", "")
     return " ".join(text.split())[:_MAX_COMMENT]
+
+
+def kernel_head(name, params, threads=256):
+    """The first line of a kernel taking ``params`` (C declarations), launched with at most
+    ``threads`` threads a block.
+
+    Example:
+        >>> kernel_head("k1_ew", ["float* o0", "long long n"], threads=128)
+        'extern "C" __global__ void __launch_bounds__(128) k1_ew(float* o0, long long n)'
+    """
+    return (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
+            f'{", ".join(params)})')
+
+
+def param_kinds(params):
+    """The C types of ``params`` (declarations) without their names and ``__restrict__``, as
+    a Kernel records them for checking launch arguments.
+
+    Example:
+        >>> param_kinds(["const float* __restrict__ i0", "long long n"])
+        ('const float*', 'long long')
+    """
+    return tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
 
 
 def numbered(source):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .ctype import COMPUTE, STORAGE, load, store
 from .elementwise import BLOCK, Kernel
-from .source import CudaSource
+from .source import CudaSource, kernel_head, param_kinds
 
 __all__ = ["PoolSpec", "ConvSpec", "generate_pool", "generate_conv", "generate_im2col",
            "generate_col2im", "generate_swap01", "generate_pool_backward"]
@@ -86,10 +86,6 @@ def _sized(params, spec, total):
     return params, total
 
 
-def _kinds(params):
-    return tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
-
-
 def _grid_loop(src, total):
     return src.block(f"for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                      f"i < {total}; i += (long long)gridDim.x * blockDim.x)")
@@ -104,7 +100,7 @@ def generate_pool(spec, name):
     total = n * c * oh * ow
     params, bound = _sized([f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0"], spec, total)
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, BLOCK)
     with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, c, oh, ow))
         src.line(f"const int y0 = oy * {sh} - {ph};")
@@ -126,7 +122,7 @@ def generate_pool(spec, name):
         if spec.kind == "avg":
             _divide(src, spec, h, w)
         src.line(f"o0[i] = {store(spec.dtype, f'({acc})v')};")
-    return Kernel(name, src.text(), _kinds(params), total, False)
+    return Kernel(name, src.text(), param_kinds(params), total, False)
 
 
 def _divide(src, spec, h, w):
@@ -156,7 +152,7 @@ def generate_conv(spec, name):
         params.append(f"const {t}* __restrict__ bs")
     params, bound = _sized(params, spec, total)
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, BLOCK)
     with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, o, oh, ow))
         src.line(f"const int g = c / {og};")
@@ -175,7 +171,7 @@ def generate_conv(spec, name):
                     src.line(f"v += {load(spec.dtype, f'plane[y * {w} + x]', acc)} * "
                              f"{load(spec.dtype, f'filt[ky * {kw} + kx]', acc)};")
         src.line(f"o0[i] = {store(spec.dtype, f'({acc})v')};")
-    kinds = tuple(p.rsplit(" ", 1)[0].replace(" __restrict__", "") for p in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, total, False)
 
 
@@ -194,7 +190,7 @@ def generate_im2col(spec, name, batch_inner=False):
         raise ValueError("im2col with the batch inner needs the batch size in its source")
     params, bound = _sized([f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0"], spec, total)
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, BLOCK)
     with src.block(head), _grid_loop(src, bound):
         src.line(f"const int ox = (int)(i % {ow});")
         src.line(f"const int oy = (int)((i / {ow}) % {oh});")
@@ -211,7 +207,7 @@ def generate_im2col(spec, name, batch_inner=False):
             src.line(f"o0[kk * {n * p} + n * {p} + (i % {p})] = {value};")
         else:
             src.line(f"o0[i] = {value};")
-    return Kernel(name, src.text(), _kinds(params), total, False)
+    return Kernel(name, src.text(), param_kinds(params), total, False)
 
 
 def generate_col2im(spec, name):
@@ -231,7 +227,7 @@ def generate_col2im(spec, name):
     total = n * f * oh * ow
     params, bound = _sized(params, spec, total)
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, BLOCK)
     with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, f, oh, ow))
         src.line(f"{acc} v = {'bs[c]' if spec.bias else f'({acc})0'};")
@@ -245,7 +241,7 @@ def generate_col2im(spec, name):
                 src.line(f"v += cols[((long long)(c * {kh} + ky) * {kw} + kx) * {p} "
                          f"+ (yy / {sh}) * {w} + xx / {sw}];")
         src.line("o0[i] = v;")
-    kinds = tuple(q.rsplit(" ", 1)[0].replace(" __restrict__", "") for q in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, total, False)
 
 
@@ -277,7 +273,7 @@ def generate_pool_backward(spec, name):
               f"const {t}* __restrict__ y0", f"const {t}* __restrict__ g0"]
     params, bound = _sized(params, spec, total)
     src = CudaSource()
-    head = f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({", ".join(params)})'
+    head = kernel_head(name, params, BLOCK)
     with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, c, h, w))  # here (oy, ox) name the input element
         src.line(f"const long long plane = (long long)n * {c} + c;")
@@ -301,7 +297,7 @@ def generate_pool_backward(spec, name):
                 else:
                     src.line("v += g;")
         src.line(f"o0[i] = {store(spec.dtype, f'({acc})v')};")
-    kinds = tuple(q.rsplit(" ", 1)[0].replace(" __restrict__", "") for q in params)
+    kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, total, False)
 
 
