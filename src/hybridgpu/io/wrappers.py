@@ -23,7 +23,23 @@ from .batch import DataBatch, DataDesc, DataIter
 __all__ = ["ResizeIter", "PrefetchingIter"]
 
 
-class ResizeIter(DataIter):
+class _CurrentBatch(DataIter):
+    """A DataIter whose ``get*`` read ``self.current_batch`` (the batch ``iter_next`` made)."""
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_CurrentBatch):
     """``data_iter`` resized to ``size`` batches an epoch (``reset_internal``: ``reset()``
     also resets ``data_iter``).
 
@@ -65,18 +81,6 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
 
 def _renamed(descs, renames):
     if renames is None:
@@ -85,7 +89,7 @@ def _renamed(descs, renames):
             else DataDesc(*d) for d in descs]
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_CurrentBatch):
     """The batches of ``iters`` (an iterator or a list) joined: data of the first, then of
     the second, ...; ``rename_data``/``rename_label``: one ``{old: new}`` dict per iterator.
 
@@ -151,14 +155,3 @@ class PrefetchingIter(DataIter):
             return self.current_batch
         raise StopIteration
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
