@@ -196,20 +196,26 @@ def _element_function(src, spec, name, compute):
         src.lines(spec.body)
 
 
+def scalar_element(src, spec, name, compute, index_of):
+    """Element ``i`` of a fused group: load each input ``k`` at ``index_of(k)`` (a C index
+    expression), call ``<name>_f``, store every output at ``i``."""
+    args = []
+    for k, (_, dtype) in enumerate(spec.inputs):
+        src.line(f"const {compute} a{k} = {load(dtype, f'i{k}[{index_of(k)}]', compute)};")
+        args.append(f"a{k}")
+    for k in range(len(spec.outputs)):
+        src.line(f"{compute} r{k};")
+        args.append(f"r{k}")
+    src.line(f"{name}_f({', '.join(args)});")
+    for k, dtype in enumerate(spec.outputs):
+        src.line(f"o{k}[i] = {store(dtype, f'r{k}')};")
+
+
 def _scalar_loop(src, spec, name, extents, strides, index_t, compute):
     size = math.prod(spec.shape)
     with src.block(f"for ({index_t} i = start; i < {size}; i += step)"):
-        args = []
-        for k, (_, dtype) in enumerate(spec.inputs):
-            index = _index_expr("i", extents, strides[k])
-            src.line(f"const {compute} a{k} = {load(dtype, f'i{k}[{index}]', compute)};")
-            args.append(f"a{k}")
-        for k in range(len(spec.outputs)):
-            src.line(f"{compute} r{k};")
-            args.append(f"r{k}")
-        src.line(f"{name}_f({', '.join(args)});")
-        for k, dtype in enumerate(spec.outputs):
-            src.line(f"o{k}[i] = {store(dtype, f'r{k}')};")
+        scalar_element(src, spec, name, compute,
+                       lambda k: _index_expr("i", extents, strides[k]))
 
 
 def _vector_loop(src, spec, name, extents, strides, index_t):

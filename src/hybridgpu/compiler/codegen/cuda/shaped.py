@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from .ctype import COMPUTE, STORAGE, load, store
-from .elementwise import Kernel, coalesce
+from .ctype import COMPUTE, STORAGE
+from .elementwise import Kernel, coalesce, scalar_element
 from .source import CudaSource, param_kinds
 
 __all__ = ["generate_shaped", "shape_arguments", "shape_free_key"]
@@ -114,17 +114,8 @@ def _at(name, k, rank, var):
 
 def _scalar_loop(src, spec, name, rank, compute):
     with src.block("for (long long i = start; i < n; i += step)"):
-        args = []
-        for k, (_, dtype) in enumerate(spec.inputs):
-            index = f"f{k} ? i : {_at(name, k, rank, 'i')}"
-            src.line(f"const {compute} a{k} = {load(dtype, f'i{k}[{index}]', compute)};")
-            args.append(f"a{k}")
-        for k in range(len(spec.outputs)):
-            src.line(f"{compute} r{k};")
-            args.append(f"r{k}")
-        src.line(f"{name}_f({', '.join(args)});")
-        for k, dtype in enumerate(spec.outputs):
-            src.line(f"o{k}[i] = {store(dtype, f'r{k}')};")
+        scalar_element(src, spec, name, compute,
+                       lambda k: f"f{k} ? i : {_at(name, k, rank, 'i')}")
 
 
 def _vector_loop(src, spec, name, rank):
