@@ -94,6 +94,39 @@ class Executable:
     def __call__(self, inputs, rng=None):
         raise NotImplementedError
 
+    def run_into(self, inputs, into, rng=None, epilogue=None):
+        """Run once, writing output ``k`` into the array ``into[k]`` (same shape and dtype)
+        instead of returning it (its place in the returned list is None). ``epilogue`` is
+        device work to run after the outputs are written, in the same captured CUDA graph
+        (only the gpu backend takes one: see ``GpuExecutable.run_into``).
+
+        Example:
+            >>> import numpy as np
+            >>> import hybridgpu as mx
+            >>> from hybridgpu.graph import Graph, infer_shapes, infer_types
+            >>> x = mx.sym.var("x")
+            >>> g = Graph(mx.sym.Group([x * 2, x + 1])._outputs)
+            >>> infer_shapes(g, {"x": (2,)}); infer_types(g, {"x": "float64"})
+            >>> exe = compile_graph(g, mx.cpu(), is_train=False)
+            >>> dst = np.zeros(2)
+            >>> exe.run_into({"x": np.array([1.0, 2.0])}, {0: dst}), dst
+            ([None, array([2., 3.])], array([2., 4.]))
+        """
+        if epilogue is not None:
+            raise MXNetError(f"{type(self).__name__} runs no device epilogue (gpu only)")
+        outs = self(inputs, rng)
+        for k, dst in into.items():
+            _check_into(dst, outs[k], k)
+            dst[...] = outs[k]
+            outs[k] = None
+        return outs
+
+
+def _check_into(dst, value, k):
+    if tuple(dst.shape) != tuple(value.shape) or dst.dtype != value.dtype:
+        raise MXNetError(f"run_into: output {k} is {tuple(value.shape)} {value.dtype}, its "
+                         f"destination {tuple(dst.shape)} {dst.dtype}")
+
 
 class InterpretedExecutable(Executable):
     """Runs the graph with the reference interpreter (the fallback of every backend): each

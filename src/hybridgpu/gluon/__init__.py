@@ -8,13 +8,14 @@ Example:
     'w'
 """
 
-from . import contrib, data, loss, model_zoo, nn, parameter, rnn, trainer, utils
+from . import contrib, data, loss, model_zoo, nn, parameter, rnn, train_step, trainer, utils
 from .block import Block
 from .hybrid_block import HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .symbol_block import SymbolBlock
+from .train_step import TrainStep
 from .trainer import Trainer
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
-           "DeferredInitializationError", "Trainer", "parameter", "nn", "contrib", "model_zoo",
-           "loss", "trainer", "data", "utils", "rnn"]
+           "DeferredInitializationError", "Trainer", "TrainStep", "parameter", "nn", "contrib",
+           "model_zoo", "loss", "trainer", "train_step", "data", "utils", "rnn"]

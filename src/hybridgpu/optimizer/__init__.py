@@ -3,8 +3,10 @@
 Built in: ``SGD``, ``NAG``, ``Signum``, ``Adam``, ``AdamW`` (not in MXNet 1.9, see its
 docstring), ``RMSProp``, ``AdaGrad``, ``AdaDelta`` and ``FTML``, registered under their
 lower-case names for ``create``. Every update runs on the parameters' own device (NumPy on cpu,
-CuPy on gpu); the fused multi-tensor gpu kernel of DESIGN.md is not written yet (see
-``Optimizer.step_arrays``).
+CuPy on gpu). On gpu the built-in rules of SGD, NAG, Adam, RMSProp and AdaGrad update every
+weight of a step in one generated multi-tensor kernel launch per family and dtype
+(``optimizer.fused``, through ``Optimizer.step_arrays``); ``gluon.TrainStep`` captures that
+launch into the training step's CUDA graph (``fused.CapturedUpdate``).
 
 Example:
     >>> import hybridgpu as mx

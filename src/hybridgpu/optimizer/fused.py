@@ -42,7 +42,8 @@ from .adaptive import AdaGrad, Adam, RMSProp
 from .optimizer import Optimizer, op_scalars
 from .sgd import NAG, SGD
 
-__all__ = ["fused_step", "family_of", "launch_counts", "reset_launch_counts", "enabled"]
+__all__ = ["fused_step", "family_of", "launch_counts", "reset_launch_counts", "enabled",
+           "CapturedUpdate"]
 
 _LAUNCHES = collections.Counter()
 _KERNELS = {}
@@ -59,7 +60,8 @@ def enabled(optimizer):
 
 
 def launch_counts():
-    """Fused kernel launches so far, by ``(family, dtype)`` (a copy)."""
+    """Fused kernel launches made from Python so far, by ``(family, dtype)`` (a copy; the
+    replays of a captured ``CapturedUpdate`` are not counted)."""
     with _lock:
         return dict(_LAUNCHES)
 
@@ -112,8 +114,8 @@ def _fusable(job, states):
     return dtype
 
 
-def _hypers(optimizer, family, dtype):
-    """``(rescale, has_clip, clip, [h0..h3])`` as the per-parameter path rounds them."""
+def _header(optimizer, family, dtype):
+    """``(has_clip, [rescale, clip, h0..h3])`` rounded as the per-parameter path rounds them."""
     op, native = op_scalars(dtype), np.dtype(dtype).type
     bound = optimizer.clip_gradient
     if family == "adagrad":
@@ -130,27 +132,38 @@ def _hypers(optimizer, family, dtype):
             hypers = [op(optimizer.gamma1), op(optimizer.gamma2), op(optimizer.epsilon),
                       native(cw) if cw and cw >= 0 else native(-1)]
     hypers += [native(0)] * (multi_update.HYPERS - len(hypers))
-    return rescale, np.int32(has_clip), native(bound if has_clip else 0), hypers
+    return np.int32(has_clip), [rescale, native(bound if has_clip else 0), *hypers]
 
 
-def _rates(optimizer, family, dtype, members):
+def _rates(optimizer, family, dtype, rates, counts):
     """The ``(tensors, 2)`` learning rates and weight decays, rounded as ``op_scalars``
     rounds them (through float32; AdaGrad straight to the weight's dtype)."""
-    rates = [(lr, wd) for _, _, lr, wd, _ in members]
     if family == "adam":
         b1, b2 = optimizer.beta1, optimizer.beta2
         rates = [(lr * (math.sqrt(1.0 - b2 ** t) / (1.0 - b1 ** t)), wd)
-                 for (lr, wd), (*_, t) in zip(rates, members)]
+                 for (lr, wd), t in zip(rates, counts)]
     if family == "adagrad":
         return np.array(rates, dtype)
     return np.array(rates, np.float32).astype(dtype)
 
 
-def fused_step(optimizer, jobs, lrs, wds, counts):
-    """Update the jobs that can be fused, one launch per (device, family, dtype); returns
-    the positions of the others, for the per-parameter path."""
-    if not enabled(optimizer):
-        return list(range(len(jobs)))
+def _scalars(optimizer, family, dtype, rates, counts):
+    """``(has_clip, scalars)``: the kernel's int flag and its device scalars on the host,
+    the header then each tensor's rate and decay (``multi_update.HEADER``)."""
+    has_clip, header = _header(optimizer, family, dtype)
+    table = _rates(optimizer, family, dtype, rates, counts).reshape(-1)
+    return has_clip, np.concatenate([np.array(header, dtype), table])
+
+
+def _table(members):
+    """The kernel's pointer table of ``members`` (``(job, states, ...)`` each)."""
+    return np.array([(job.weight.data.ptr, job.grad.data.ptr, *(a.data.ptr for a in states),
+                      job.weight.size) for job, states, *_ in members], np.uint64)
+
+
+def _group(optimizer, jobs):
+    """``(groups, rest)``: the positions of the jobs one launch each can update, by
+    ``(ctx, family, dtype)`` with their state arrays, and the positions of the others."""
     groups, rest, families = {}, [], {}
     for n, job in enumerate(jobs):
         states = _state_arrays(job.state)
@@ -163,6 +176,15 @@ def fused_step(optimizer, jobs, lrs, wds, counts):
             rest.append(n)
         elif job.weight.size:
             groups.setdefault((job.ctx, family, dtype), []).append((n, states[:wanted]))
+    return groups, rest
+
+
+def fused_step(optimizer, jobs, lrs, wds, counts):
+    """Update the jobs that can be fused, one launch per (device, family, dtype); returns
+    the positions of the others, for the per-parameter path."""
+    if not enabled(optimizer):
+        return list(range(len(jobs)))
+    groups, rest = _group(optimizer, jobs)
     for (ctx, family, dtype), members in groups.items():
         with ctx.scope():
             _launch(optimizer, ctx, family, dtype, [
@@ -173,14 +195,12 @@ def fused_step(optimizer, jobs, lrs, wds, counts):
 def _launch(optimizer, ctx, family, dtype, members):
     """One launch of ``family``'s kernel over ``members``: ``(job, states, lr, wd, count)``."""
     kernel = multi_update.generate(family, dtype)
-    table = np.array([(job.weight.data.ptr, job.grad.data.ptr, *(a.data.ptr for a in states),
-                       job.weight.size) for job, states, *_ in members], np.uint64)
-    scalars = _rates(optimizer, family, dtype, members)
-    rescale, has_clip, clip, hypers = _hypers(optimizer, family, dtype)
+    has_clip, scalars = _scalars(optimizer, family, dtype, [(lr, wd) for *_, lr, wd, _ in members],
+                                 [t for *_, t in members])
     grid, block = multi_update.launch_grid([job.weight.size for job, *_ in members])
     function = _function(ctx, kernel)
-    function(grid, block, (_upload(ctx, table), _upload(ctx, scalars), np.int32(len(members)),
-                           rescale, clip, has_clip, *hypers))
+    function(grid, block, (_upload(ctx, _table(members)), _upload(ctx, scalars),
+                           np.int32(len(members)), has_clip))
     with _lock:
         _LAUNCHES[(family, dtype)] += 1
 
@@ -211,3 +231,108 @@ def _upload(ctx, host):
         while len(_UPLOADS) > _UPLOAD_CACHE_SIZE:
             _UPLOADS.pop(next(iter(_UPLOADS)))
     return device
+
+
+class CapturedUpdate:
+    """The fused update of one fixed set of weights, written to be captured into a CUDA graph
+    (``gluon.TrainStep``): the pointer tables are uploaded once, and each group's scalars
+    (``1 / batch_size`` as ``rescale``, clip, hyperparameters, every tensor's learning rate,
+    weight decay and Adam bias correction) live in one device buffer: ``prepare`` computes
+    them on the host, ``write`` copies them, uncaptured, before every replay, and ``launch``
+    is what the graph holds (the epilogue of ``GpuExecutable.run_into``).
+
+    ``CapturedUpdate.plan(optimizer, jobs)`` returns None when some job cannot be fused
+    (``reason`` then says which); ``key`` changes whenever the launches would (pointers,
+    families, whether the gradient is clipped), and the caller recaptures then.
+
+    Example (the kernels need CuPy or the virtual GPU; here only the planning):
+        >>> import hybridgpu as mx
+        >>> import numpy as np
+        >>> from hybridgpu.optimizer.optimizer import UpdateJob
+        >>> jobs = [UpdateJob(mx.cpu(), np.ones(2, np.float32), np.ones(2, np.float32), None)]
+        >>> CapturedUpdate.plan(mx.optimizer.create("sgd"), jobs) is None, CapturedUpdate.reason
+        (True, 'weight 0 cannot go through a fused gpu kernel (cpu(0), float32)')
+    """
+
+    reason = ""
+
+    @classmethod
+    def plan(cls, optimizer, jobs):
+        """The captured update of ``jobs`` (``UpdateJob`` each, in the order of the rates
+        ``write`` will get), or None with ``CapturedUpdate.reason`` set."""
+        if not enabled(optimizer):
+            cls.reason = "fused optimizer updates are off (fused_updates or " \
+                         "HYBRIDGPU_FUSED_OPTIMIZER=0)"
+            return None
+        groups, rest = _group(optimizer, jobs)
+        if rest:
+            job = jobs[rest[0]]
+            rule = family_of(optimizer, len(_state_arrays(job.state)))
+            why = f"{type(optimizer).__name__} has no fused kernel" if rule is None else \
+                f"{job.ctx}, {job.weight.dtype}"
+            cls.reason = f"weight {rest[0]} cannot go through a fused gpu kernel ({why})"
+            return None
+        return cls(optimizer, jobs, groups)
+
+    def __init__(self, optimizer, jobs, groups):
+        self.optimizer = optimizer
+        self.groups = []
+        for (ctx, family, dtype), members in groups.items():
+            rows = [(jobs[n], states) for n, states in members]
+            table = _table(rows)
+            has_clip, scalars = _scalars(optimizer, family, dtype, [(0.0, 0.0)] * len(rows),
+                                         [1] * len(rows))
+            with ctx.scope():
+                device_table = ctx.xp.asarray(table)
+                buffer = ctx.xp.zeros(scalars.shape, scalars.dtype)
+            grid, block = multi_update.launch_grid([job.weight.size for job, _ in rows])
+            self.groups.append(_CapturedGroup(ctx, family, dtype, [n for n, _ in members],
+                                              table, device_table, buffer, grid, block,
+                                              has_clip))
+        self.key = self.signature(optimizer) + tuple(
+            (g.family, g.dtype, g.table.tobytes()) for g in self.groups)
+
+    @staticmethod
+    def signature(optimizer):
+        """What of ``optimizer`` decides the kernels and their int flag: its class, whether
+        momentum is used, centered RMSProp, and whether the gradient is clipped."""
+        bound = optimizer.clip_gradient
+        return (type(optimizer), bool(getattr(optimizer, "momentum", 0) > 0),
+                bool(getattr(optimizer, "centered", False)), bound is not None,
+                bool(bound and bound >= 0))
+
+    def prepare(self, lrs, wds, counts):
+        """Compute this step's scalars on the host (``lrs``, ``wds``, ``counts`` by job
+        position) for the next ``write``."""
+        for group in self.groups:
+            _, group.host = _scalars(self.optimizer, group.family, group.dtype,
+                                     [(lrs[n], wds[n]) for n in group.positions],
+                                     [counts[n] for n in group.positions])
+
+    def write(self, stream):
+        """Copy the prepared scalars into the device buffers, ordered on ``stream`` before
+        the graph that reads them (uncaptured: the host buffer is read when this returns)."""
+        for group in self.groups:
+            if group.host is None:
+                raise RuntimeError("CapturedUpdate.write before prepare")
+            group.buffer.set(group.host, stream=stream)
+
+    def launch(self):
+        """Launch every group's kernel on the current stream (captured by the caller)."""
+        for group in self.groups:
+            function = _function(group.ctx, multi_update.generate(group.family, group.dtype))
+            function(group.grid, group.block, (group.device_table, group.buffer,
+                                               np.int32(len(group.positions)), group.has_clip))
+            with _lock:
+                _LAUNCHES[(group.family, group.dtype)] += 1
+
+
+class _CapturedGroup:
+    """One (device, family, dtype) launch of a ``CapturedUpdate``."""
+
+    def __init__(self, ctx, family, dtype, positions, table, device_table, buffer, grid, block,
+                 has_clip):
+        self.ctx, self.family, self.dtype, self.positions = ctx, family, dtype, positions
+        self.table, self.device_table, self.buffer = table, device_table, buffer
+        self.grid, self.block, self.has_clip = grid, block, has_clip
+        self.host = None  # this step's scalars, from prepare

@@ -24,6 +24,8 @@ A node becomes:
   output with an index table the program holds;
 * for BatchNorm in training and its backward, a kernel a channel (the moving statistics
   updated in place, once a run);
+* for ``pick`` and its gradient (softmax cross-entropy's label lookup), a pick kernel
+  (``compiler/codegen/cuda/pick.py``);
 * for Dropout, a Philox kernel (``compiler/codegen/cuda/philox.py``) reading its seed and run
   counter from 16 bytes of the arena, and one kernel at the end advancing the counter (in
   predict mode, the identity kernel);
@@ -174,7 +176,7 @@ class _Lowering(TemplateLowering):
         self.rng_state = None
         makers = (self._gemv, self._elementwise, self._gemm, self._copy, self._reduce,
                   self._pool, self._conv, self._deconv, self._wgrad, self._dropout,
-                  self._batch_norm, self._gather)
+                  self._batch_norm, self._pick, self._gather)
         for i, node in enumerate(self.graph.nodes):
             if node.is_variable or constant_value(node) is not None:
                 continue

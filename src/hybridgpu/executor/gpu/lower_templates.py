@@ -27,6 +27,7 @@ from ...compiler.codegen.cuda.ctype import supported
 from ...compiler.codegen.cuda.elementwise import BLOCK, MAX_BLOCKS
 from ...compiler.codegen.cuda.gather import GatherSpec, gather_tables, generate_gather
 from ...compiler.codegen.cuda.philox import generate_dropout
+from ...compiler.codegen.cuda.pick import generate_pick
 from ...compiler.codegen.cuda.reduce import MAX_GRID, ReduceSpec, generate_reduce
 from ...compiler.codegen.cuda.window import (
     generate_col2im,
@@ -45,6 +46,7 @@ from .templates import (
     conv_spec,
     deconv_spec,
     dropout_spec,
+    pick_spec,
     pool_spec,
     reduce_spec,
     wgrad_spec,
@@ -158,6 +160,19 @@ class TemplateLowering:
             generate_dropout(spec, ident("k", i, "drop"))))
         args = [Buffer(r, spec.dtype, spec.size) for r in (*outs, *ins)]
         args.append(Buffer(Ref.arena(self.rng_state), "uint64", 2))
+        self._add(kernel, grid, block, args, i)
+        return True
+
+    def _pick(self, i, node):
+        """``pick`` (a label lookup) and its gradient: one thread an output element."""
+        spec = pick_spec(self.graph, i)
+        if spec is None:
+            return False
+        kernel, grid, block = self._cached(spec, lambda: with_config(
+            generate_pick(spec, ident("k", i, "pick"))))
+        # (out, data, index) or (grad, ograd, index): input 0 is the data or the ograd
+        args = [self._buffer((i, 0)), self._buffer(self.graph.key(node.inputs[0])),
+                self._buffer(self.graph.key(node.inputs[1]))]
         self._add(kernel, grid, block, args, i)
         return True
 

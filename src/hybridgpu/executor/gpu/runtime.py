@@ -94,10 +94,23 @@ class GpuExecutable(Executable):
         return str(self.program)
 
     def __call__(self, inputs, rng=None):
+        return self._call(inputs, rng, None)
+
+    def run_into(self, inputs, into, rng=None, epilogue=None):
+        """Run once, copying output ``k`` into the device array ``into[k]`` and then running
+        ``epilogue`` (an object with ``key``, ``write(stream)`` and ``launch()``), both at the
+        end of the last captured graph: one replay runs the program, the copies and the
+        epilogue's launches. ``epilogue.write(stream)`` runs before the replay, uncaptured (it
+        puts what changes between steps into device memory the graph reads). A new pointer in
+        ``into`` or a new ``epilogue.key`` makes the call recapture. Returns the outputs, None
+        where written into ``into``. ``gluon.TrainStep`` runs a training step this way."""
+        return self._call(inputs, rng, _Tail(self.program, into, epilogue))
+
+    def _call(self, inputs, rng, tail):
         with self._lock, self.ctx.scope():
             if self._state is None:
                 self._state = _State(self)
-            return self._state.call(inputs, rng)
+            return self._state.call(inputs, rng, tail)
 
     @property
     def arena_bytes(self):
@@ -167,7 +180,7 @@ class _State:
         self.seeded = False
 
     # -- one call -----------------------------------------------------------------------
-    def call(self, inputs, rng):
+    def call(self, inputs, rng, tail=None):
         xp, stream = self.xp, self.stream
         self.ext = self._externals(inputs)
         caller = xp.cuda.get_current_stream()
@@ -176,12 +189,16 @@ class _State:
         self.ready.record(caller)
         with stream:
             stream.wait_event(self.ready)
+            if tail is not None:
+                tail.write(stream)
             self._stage(inputs)
             if not self.exe.use_graphs:
                 self._run(range(len(self.program.steps)), rng)
+                if tail is not None:
+                    tail.run(self)
             else:
-                self._replay(rng)
-            outs = self._outputs()
+                self._replay(rng, tail)
+            outs = self._outputs(tail.into if tail is not None else {})
             self.done.record(stream)
         caller.wait_event(self.done)
         return outs
@@ -223,11 +240,14 @@ class _State:
             runtime.memcpyAsync(self.arena.data.ptr + offset, array.data.ptr, nbytes, _D2D,
                                 self.stream.ptr)
 
-    def _replay(self, rng):
-        key = tuple(self.ext[n].data.ptr for n in self.program.bound)
+    def _replay(self, rng, tail):
+        key = (tuple(self.ext[n].data.ptr for n in self.program.bound),
+               None if tail is None else tail.key)
         if self.graphs is None or key != self.bound_key:
             self._run(range(len(self.program.steps)), rng)  # this call's results
-            self._capture()
+            if tail is not None:
+                tail.run(self)
+            self._capture(tail)
             self.bound_key = key
             return
         for _kind, steps, graph in self.graphs:
@@ -236,24 +256,38 @@ class _State:
             else:
                 self._run(steps, rng)
 
-    def _capture(self):
+    def _capture(self, tail):
+        """Capture each segment between eager steps into a graph; ``tail`` (output copies and
+        an epilogue) ends the last graph, or is captured alone after a final eager step."""
         self.graphs = []
-        for kind, steps in self.program.segments():
+        segments = list(self.program.segments())
+        for n, (kind, steps) in enumerate(segments):
             if kind == "eager":
                 self.graphs.append((kind, steps, None))
                 continue
-            self.stream.begin_capture()
-            try:
-                self._run(steps, None)
-            finally:
-                graph = self.stream.end_capture()
-            self.graphs.append((kind, steps, graph))
+            ends = tail if n == len(segments) - 1 else None
+            self.graphs.append((kind, steps, self._captured(steps, ends)))
+        if tail is not None and (not segments or segments[-1][0] == "eager"):
+            self.graphs.append(("tail", (), self._captured((), tail)))
         self.exe.captures += 1
 
-    def _outputs(self):
+    def _captured(self, steps, tail):
+        self.stream.begin_capture()
+        try:
+            self._run(steps, None)
+            if tail is not None:
+                tail.run(self)
+        finally:
+            graph = self.stream.end_capture()
+        return graph
+
+    def _outputs(self, written):
         outs = []
         runtime = self.xp.cuda.runtime
-        for ref, shape, dtype in self.program.outputs:
+        for k, (ref, shape, dtype) in enumerate(self.program.outputs):
+            if k in written:
+                outs.append(None)
+                continue
             source = self.view(ref, shape, dtype)
             if self.exe.static_output and ref.kind == "arena":
                 outs.append(source)
@@ -364,6 +398,38 @@ class _State:
             ref, shape, dtype = out
             target = self.view(ref, shape, dtype)
             target[...] = value
+
+
+class _Tail:
+    """What ``GpuExecutable.run_into`` adds after a program's steps: output copies into
+    given arrays, then an epilogue's launches; ``key`` is what its capture depends on."""
+
+    def __init__(self, program, into, epilogue):
+        for k, dst in into.items():
+            if not 0 <= k < len(program.outputs):
+                raise MXNetError(f"run_into: the program has {len(program.outputs)} outputs, "
+                                 f"not {k + 1}")
+            _, shape, dtype = program.outputs[k]
+            if (tuple(dst.shape) != tuple(shape) or dst.dtype != np.dtype(dtype)
+                    or not dst.flags.c_contiguous):
+                raise MXNetError(f"run_into: output {k} is {tuple(shape)} {dtype}, its "
+                                 f"destination {tuple(dst.shape)} {dst.dtype}"
+                                 f"{'' if dst.flags.c_contiguous else ' (not contiguous)'}")
+        self.program, self.into, self.epilogue = program, dict(into), epilogue
+        self.key = (tuple((k, dst.data.ptr) for k, dst in sorted(self.into.items())),
+                    None if epilogue is None else epilogue.key)
+
+    def write(self, stream):
+        if self.epilogue is not None:
+            self.epilogue.write(stream)
+
+    def run(self, state):
+        for k, dst in self.into.items():
+            if dst.nbytes:
+                state.xp.cuda.runtime.memcpyAsync(dst.data.ptr, state.ptr(
+                    self.program.outputs[k][0]), dst.nbytes, _D2D, state.stream.ptr)
+        if self.epilogue is not None:
+            self.epilogue.launch()
 
 
 def _module(xp, source):

@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 
 from ...compiler.codegen.cuda.batchnorm import BatchNormSpec
-from ...compiler.codegen.cuda.ctype import FLOATS
+from ...compiler.codegen.cuda.ctype import FLOATS, STORAGE
 from ...compiler.codegen.cuda.elementwise import ElementwiseSpec
 from ...compiler.codegen.cuda.philox import DropoutSpec
+from ...compiler.codegen.cuda.pick import PickSpec
 from ...compiler.codegen.cuda.reduce import KINDS, ReduceSpec
 from ...compiler.codegen.cuda.window import ConvSpec, PoolSpec
 from ...ops.conv import _deconv_pad_adj
@@ -29,7 +30,7 @@ from ...ops.reduce import reduction_axes
 from ...ops.rules import known, normalize_axis
 
 __all__ = ["reduce_spec", "pool_spec", "conv_spec", "dropout_spec", "batch_norm_spec",
-           "deconv_spec", "wgrad_spec", "GEMM_CONV_DTYPES"]
+           "deconv_spec", "wgrad_spec", "pick_spec", "GEMM_CONV_DTYPES"]
 
 #: Row-wise ops: op name -> (kind, sign of the input).
 _ROWS = {"softmax": ("softmax", 1.0), "log_softmax": ("log_softmax", 1.0),
@@ -165,6 +166,31 @@ def dropout_spec(graph, i, is_train):
     if attrs["axes"] or not 0.0 <= attrs["p"] <= 1.0:
         return None
     return DropoutSpec(math.prod(shape), dtype, float(attrs["p"]), i)
+
+
+#: pick-family op -> (whether it is the gradient, position of the data input).
+_PICKS = {"pick": (False, 0), "_backward_pick": (True, 2)}
+
+
+def pick_spec(graph, i):
+    """For ``pick`` or ``_backward_pick``: a PickSpec (clip or wrap, float data, an index of a
+    stored dtype), or None."""
+    node = graph.nodes[i]
+    found = _PICKS.get(node.op.name)
+    if found is None or node.attrs["mode"] not in ("clip", "wrap"):
+        return None
+    backward, at = found
+    data_key, index_key = graph.key(node.inputs[at]), graph.key(node.inputs[1])
+    shape, dtype = graph.shapes.get(data_key), str(graph.dtypes.get(data_key))
+    index_dtype = str(graph.dtypes.get(index_key))
+    if not known(shape) or dtype not in FLOATS or index_dtype not in STORAGE or not shape:
+        return None
+    if backward and str(graph.dtypes.get(graph.key(node.inputs[0]))) != dtype:
+        return None
+    axis = normalize_axis(node.attrs["axis"], len(shape))
+    spec = PickSpec(math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]), dtype,
+                    index_dtype, node.attrs["mode"], backward)
+    return spec if spec.axis and spec.work else None
 
 
 def batch_norm_spec(graph, i, is_train):

@@ -12,10 +12,15 @@ The kernel's arguments, the same for every family:
 
 * ``table``: ``unsigned long long[tensors][slots]``, per tensor the weight, gradient and state
   pointers, then the element count (``slots = 3 + states``);
-* ``scalars``: ``T[tensors][2]``, per tensor its learning rate and weight decay (multipliers,
-  Adam's bias correction from the tensor's own step count, already applied), in device memory;
-* ``tensors`` (int), ``rescale``, ``clip`` (T), ``has_clip`` (int), ``h0..h3`` (T): the
-  family's hyperparameters (``FAMILIES[name].hypers`` says which is which).
+* ``scalars``: ``T[HEADER + 2 * tensors]`` in device memory: first ``rescale``, ``clip`` and the
+  family's hyperparameters ``h0..h3`` (``FAMILIES[name].hypers`` says which is which; unused
+  ones are 0), then per tensor its learning rate and weight decay (multipliers, Adam's bias
+  correction from the tensor's own step count, already applied);
+* ``tensors`` (int) and ``has_clip`` (int).
+
+Every value that may change from one step to the next (learning rate, ``1 / batch_size``,
+step counts) is read from ``scalars``, never baked into the launch: a launch captured into a
+CUDA graph sees the values written into the buffer before each replay.
 
 ``blockIdx.y`` picks a tensor (striding by ``gridDim.y`` past 65535 tensors), ``blockIdx.x``
 and the threads stride over its elements. Identifiers come only from fixed names here (the
@@ -23,8 +28,8 @@ kernel is ``mu_<family>_<dtype>``); nothing from a model reaches the source.
 
 Example:
     >>> kernel = generate("sgd_mom", "float32")
-    >>> kernel.name, kernel.params[:3], FAMILIES["sgd_mom"].hypers
-    ('mu_sgd_mom_f32', ('const unsigned long long*', 'const float*', 'int'), ('momentum',))
+    >>> kernel.name, kernel.params, FAMILIES["sgd_mom"].hypers
+    ('mu_sgd_mom_f32', ('const unsigned long long*', 'const float*', 'int', 'int'), ('momentum',))
     >>> loop = kernel.source.split("i += stride) {")[1].split("}")[0]
     >>> print("\\n".join(line.strip() for line in loop.strip().splitlines()))
     T wv = w[i];
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 from .source import CudaSource, ident
 
 __all__ = ["Family", "FAMILIES", "MultiUpdateKernel", "generate", "launch_grid", "OPTIONS",
-           "DTYPES", "BLOCK"]
+           "DTYPES", "BLOCK", "HYPERS", "HEADER"]
 
 #: Threads a block.
 BLOCK = 256
@@ -104,8 +109,10 @@ FAMILIES = {
         "const T dv = g / sqrt(h + h0);", "w[i] = wv + (dv + wv * wd) * (-lr);")),
 }
 
-#: Hyperparameter arguments every kernel takes (unused ones are passed as 0).
+#: Hyperparameters every kernel reads (unused ones are 0).
 HYPERS = 4
+#: Scalars before the per-tensor rates: rescale, clip, h0..h3.
+HEADER = 2 + HYPERS
 
 
 @dataclass(frozen=True)
@@ -130,10 +137,8 @@ def generate(family, dtype):
     spec = FAMILIES[family]
     ctype, suffix = DTYPES[str(dtype)]
     name = "_".join(ident(part) for part in ("mu", *family.split("_"), suffix))
-    params = ("const unsigned long long*", f"const {ctype}*", "int", ctype, ctype, "int",
-              *([ctype] * HYPERS))
-    names = ("table", "scalars", "tensors", "rescale", "clip", "has_clip",
-             *(f"h{k}" for k in range(HYPERS)))
+    params = ("const unsigned long long*", f"const {ctype}*", "int", "int")
+    names = ("table", "scalars", "tensors", "has_clip")
     src = CudaSource()
     with src.block(f"__device__ __forceinline__ {ctype} mu_clip({ctype} v, {ctype} c)"):
         src.line("return v < -c ? -c : (v > c ? c : v);")
@@ -142,6 +147,9 @@ def generate(family, dtype):
     slots = 3 + spec.states
     with src.block(f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({args})'):
         src.line(f"typedef {ctype} T;")
+        src.line("const T rescale = scalars[0], clip = scalars[1];")
+        src.line("const T h0 = scalars[2], h1 = scalars[3], h2 = scalars[4], h3 = scalars[5];")
+        src.line("(void)h0; (void)h1; (void)h2; (void)h3;")
         src.line("const long long stride = (long long)gridDim.x * blockDim.x;")
         with src.block("for (int t = blockIdx.y; t < tensors; t += gridDim.y)"):
             src.line(f"const unsigned long long* row = table + (long long)t * {slots};")
@@ -150,8 +158,8 @@ def generate(family, dtype):
             for k in range(spec.states):
                 src.line(f"T* s{k} = (T*)row[{2 + k}];")
             src.line(f"const long long n = (long long)row[{slots - 1}];")
-            src.line("const T lr = scalars[2 * t];")
-            src.line("const T wd = scalars[2 * t + 1];")
+            src.line(f"const T lr = scalars[{HEADER} + 2 * t];")
+            src.line(f"const T wd = scalars[{HEADER} + 2 * t + 1];")
             with src.block("for (long long i = (long long)blockIdx.x * blockDim.x + "
                            "threadIdx.x; i < n; i += stride)"):
                 src.line("T wv = w[i];")

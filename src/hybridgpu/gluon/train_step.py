@@ -1,0 +1,298 @@
+"""``gluon.TrainStep``: a whole training step (forward, loss, backward, optimizer update) as
+one compiled program, and on gpu as one CUDA graph replayed each step.
+
+``step = TrainStep(net, loss_fn, trainer)`` then ``loss = step(data, label)`` does what the
+usual Gluon loop does, with the same results::
+
+    with autograd.record():
+        loss = loss_fn(net(data), label)
+    loss.backward()
+    trainer.step(data.shape[0])
+
+How a step runs (``step.mode`` says how the last one ran; ``step.reason`` why it was not
+captured):
+
+* ``"captured"`` (gpu): the forward, the loss, the backward (gradients copied into each
+  ``Parameter.grad()``) and the fused optimizer update are one program whose launches are
+  captured into one CUDA graph on the first call and replayed after that. What changes from
+  step to step is read from device memory the graph reads: the staged batch, and one small
+  buffer of the update's scalars (``1 / batch_size``, every weight's learning rate after the
+  scheduler and ``lr_mult``, its weight decay and Adam's bias correction from its own step
+  count), written before each replay. So ``trainer.set_learning_rate``, an ``lr_scheduler``
+  and Adam's step counts are seen by the replay, and a new batch size is a new ``rescale``.
+  The optimizer's Python bookkeeping (``num_update``, per-weight counts) advances as with
+  ``trainer.step``, so ``save_states`` and schedulers see the same values.
+* ``"compiled"``: the forward, loss and backward are one compiled program (the generated
+  NumPy program on cpu, a captured GPU program on gpu), then ``trainer.step`` updates.
+* ``"imperative"``: the loop above, as written.
+
+What makes a step fall back (``step.reason`` names it):
+
+* to ``"imperative"``: ``net`` is not a hybridized ``HybridBlock`` or ``loss_fn`` is not a
+  ``HybridBlock``; parameters still waiting for deferred initialization (the first call then
+  runs imperatively and finishes it); inputs on several contexts, or trained parameters with
+  copies on other contexts than the batch's; ``grad_req='add'``; autograd already recording;
+  a net that cannot be traced as a Symbol (the trace's error is in the reason);
+* to ``"compiled"`` (gpu only): ``hybridize(cuda_graph=False)``; an optimizer without a fused
+  kernel (Signum, AdamW, AdaDelta, FTML, a custom rule), float16 weights, or fused updates
+  turned off (``HYBRIDGPU_FUSED_OPTIMIZER=0``); a ``KVStore`` object or ``'dist_sync'``
+  (gradients are summed on the host side); trainer parameters the loss does not reach (their
+  stale gradients are ``trainer.step``'s to report or skip).
+
+A step's program is compiled once per input signature (shapes, dtypes, context) and parameter
+shapes; a replaced parameter array (``load_parameters``, ``cast``) is seen on the next call
+(re-capture). ``TrainStep`` is hybridgpu's: MXNet 1.x has no such class (its loop above runs
+unchanged here too).
+
+Example:
+    >>> import hybridgpu as mx
+    >>> from hybridgpu import gluon
+    >>> net = gluon.nn.Dense(1, in_units=2)
+    >>> net.initialize(mx.init.One()); net.hybridize()
+    >>> trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    >>> step = TrainStep(net, gluon.loss.L2Loss(), trainer)
+    >>> x, y = mx.nd.array([[1.0, 2.0]]), mx.nd.array([[0.0]])
+    >>> loss = step(x, y)                     # 0.5 * (1 + 2 + 0 - 0) ** 2
+    >>> loss.asnumpy().tolist(), step.mode
+    ([4.5], 'compiled')
+    >>> [round(w, 6) for w in net.weight.data().asnumpy()[0]]  # 1 - 0.1 * 3 * [1, 2]
+    [0.7, 0.4]
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from .. import modes, random_state
+from ..autograd import record
+from ..base import MXNetError
+from ..compiler import compile_graph
+from ..graph import Graph, infer_shapes, infer_types
+from ..kvstore import KVStore
+from ..ndarray import NDArray
+from ..optimizer.fused import CapturedUpdate
+from ..optimizer.optimizer import UpdateJob, raw_state
+from ..symbol import Symbol, var
+from ..symbol.gradient import build_gradient, head_grad_names
+from .hybrid_block import HybridBlock
+
+__all__ = ["TrainStep"]
+
+#: Compiled step programs kept per TrainStep (one per input signature), oldest dropped first.
+MAX_PROGRAMS = 8
+
+
+class TrainStep:
+    """A training step of ``net`` under ``loss_fn``, updated by ``trainer``; see the module
+    docstring. ``step(data, *labels, batch_size=None)`` returns ``loss_fn``'s output (not
+    recorded); ``data`` may be a list or tuple for a net of several inputs. ``batch_size``
+    (the ``trainer.step`` argument) defaults to this TrainStep's ``batch_size``, else to the
+    first input's first dimension.
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> net = mx.gluon.nn.Dense(1, in_units=1)
+        >>> net.initialize()                  # not hybridized: the loop as written
+        >>> trainer = mx.gluon.Trainer(net.collect_params(), "sgd")
+        >>> step = TrainStep(net, mx.gluon.loss.L1Loss(), trainer)
+        >>> _ = step(mx.nd.ones((1, 1)), mx.nd.ones((1, 1)))
+        >>> step.mode, step.reason
+        ('imperative', 'the net is not hybridized (call net.hybridize())')
+    """
+
+    def __init__(self, net, loss_fn, trainer, batch_size=None, ignore_stale_grad=False):
+        self.net, self.loss_fn, self.trainer = net, loss_fn, trainer
+        self.batch_size, self.ignore_stale_grad = batch_size, ignore_stale_grad
+        self.mode, self.reason = None, ""
+        self._programs = collections.OrderedDict()
+
+    def __call__(self, data, *labels, batch_size=None):
+        datas = list(data) if isinstance(data, (list, tuple)) else [data]
+        inputs = datas + list(labels)
+        for n, array in enumerate(inputs):
+            if not isinstance(array, NDArray):
+                raise TypeError(f"TrainStep: input {n} is a {type(array).__name__}, not an "
+                                "NDArray")
+        if batch_size is None:
+            batch_size = self.batch_size or datas[0].shape[0]
+        why = self._why_imperative(inputs)
+        if why:
+            self.mode, self.reason = "imperative", why
+            return self._imperative(datas, labels, batch_size)
+        program = self._program(datas, labels)
+        if isinstance(program, str):
+            self.mode, self.reason = "imperative", program
+            return self._imperative(datas, labels, batch_size)
+        return program.run(self, inputs, batch_size)
+
+    # -- the loop as written ------------------------------------------------------------
+    def _imperative(self, datas, labels, batch_size):
+        with record():
+            loss = self.loss_fn(self.net(*datas), *labels)
+        loss.backward()
+        self.trainer.step(batch_size, ignore_stale_grad=self.ignore_stale_grad)
+        return loss
+
+    def _why_imperative(self, inputs):
+        """Why this call cannot run compiled ('' when it can)."""
+        if not isinstance(self.net, HybridBlock) or not self.net._active:
+            return "the net is not hybridized (call net.hybridize())"
+        if not isinstance(self.loss_fn, HybridBlock):
+            return f"the loss is a {type(self.loss_fn).__name__}, not a HybridBlock"
+        if modes.is_recording():
+            return "autograd is already recording"
+        ctx = inputs[0].context
+        if any(a.context != ctx for a in inputs):
+            return "the inputs are on several contexts"
+        for param in self._all_params().values():
+            if param._data is None or param._deferred_init:
+                return f"Parameter {param.name!r} is not initialized yet"
+            if param.grad_req == "add":
+                return f"Parameter {param.name!r} has grad_req='add'"
+            if param.grad_req != "null" and param.list_ctx() != [ctx]:
+                return (f"Parameter {param.name!r} has copies on {param.list_ctx()}, the "
+                        f"batch is on {ctx}")
+        return ""
+
+    def _all_params(self):
+        params = dict(self.net.collect_params().items())
+        params.update(self.loss_fn.collect_params().items())
+        return {p.name: p for p in params.values()}
+
+    def _program(self, datas, labels):
+        """The compiled program of this signature (built on first sight), or why none."""
+        params = self._all_params()
+        inputs = datas + list(labels)
+        key = (len(datas), tuple((a.shape, a.dtype) for a in inputs), inputs[0].context,
+               tuple((n, p.shape, p.dtype) for n, p in sorted(params.items())))
+        program = self._programs.get(key)
+        if program is None:
+            try:
+                program = _StepProgram.build(self, datas, labels, params)
+            except (MXNetError, TypeError, ValueError, AttributeError) as err:
+                program = f"the net and loss cannot be traced as one Symbol ({err})"
+            self._programs[key] = program
+            while len(self._programs) > MAX_PROGRAMS:
+                self._programs.popitem(last=False)
+        return program
+
+
+class _StepProgram:
+    """One signature's compiled forward+loss+backward graph, and (gpu) its captured update."""
+
+    @classmethod
+    def build(cls, step, datas, labels, params):
+        names = [f"data{i}" for i in range(len(datas))] + \
+                [f"label{i}" for i in range(len(labels))]
+        inputs = datas + list(labels)
+        syms = [var(n, shape=a.shape, dtype=np.dtype(a.dtype).name)
+                for n, a in zip(names, inputs)]
+        with modes.training(True):
+            loss = step.loss_fn(step.net(*syms[:len(datas)]), *syms[len(datas):])
+        if not isinstance(loss, Symbol) or len(loss._outputs) != 1:
+            raise MXNetError("the loss must give one Symbol output")
+        used = set(loss.list_arguments()) | set(loss.list_auxiliary_states())
+        bound = {n: p for n, p in params.items() if n in used}
+        wrt = [n for n, p in bound.items() if p.grad_req != "null"]
+        shapes = {**{n: a.shape for n, a in zip(names, inputs)},
+                  **{n: p.shape for n, p in bound.items()}}
+        dtypes = {**{n: np.dtype(a.dtype).name for n, a in zip(names, inputs)},
+                  **{n: np.dtype(p.dtype).name for n, p in bound.items()}}
+        gradients = build_gradient(loss, wrt, shapes=shapes, dtypes=dtypes)
+        graph = Graph([*gradients.forward._outputs, *gradients.gradients._outputs])
+        head = head_grad_names(loss)[0]
+        infer_types(graph, dtypes)
+        infer_shapes(graph, shapes)
+        ctx = inputs[0].context
+        loss_key = graph.key(graph.outputs[0])
+        flags = {**step.net._flags, "data_inputs": tuple(names), "block": step.net.name}
+        executable = compile_graph(graph, ctx, True, flags)
+        return cls(step, executable, ctx, names, head, bound, wrt,
+                   (graph.shapes[loss_key], graph.dtypes[loss_key]))
+
+    def __init__(self, step, executable, ctx, names, head, bound, wrt, loss_type):
+        self.executable, self.ctx, self.names, self.head = executable, ctx, names, head
+        self.bound, self.wrt = bound, wrt
+        with ctx.scope():
+            self.ones = ctx.xp.ones(loss_type[0], dtype=loss_type[1])
+        self.update, self.update_ptrs = None, None
+        self.capture_reason = self._why_not_captured(step)
+
+    def _why_not_captured(self, step):
+        """Why this program's steps cannot be captured with their update ('' if they can)."""
+        if not self.ctx.is_gpu:
+            return "cpu: no CUDA graph (the update is trainer.step's)"
+        if not hasattr(self.executable, "use_graphs") or not self.executable.use_graphs:
+            return "hybridize(cuda_graph=False), or the graph did not lower to a gpu program"
+        kv = step.trainer._kvstore_params["kvstore"]
+        if isinstance(kv, KVStore) or not (kv is None or kv is False or isinstance(kv, str)):
+            return "the trainer's kvstore sums gradients on the host (a KVStore object)"
+        trained = [p for p in step.trainer._params if p.grad_req != "null"]
+        missing = [p.name for p in trained if p.name not in self.wrt]
+        if missing:
+            return f"the loss does not reach trainer parameter(s) {missing}"
+        return ""
+
+    # -- one step -----------------------------------------------------------------------
+    def run(self, step, inputs, batch_size):
+        values = {n: a._data for n, a in zip(self.names, inputs)}
+        values.update((n, p.data(self.ctx)._data) for n, p in self.bound.items())
+        values[self.head] = self.ones
+        grads = {k + 1: self.bound[n].grad(self.ctx)._data for k, n in enumerate(self.wrt)}
+        rng = random_state.generator(self.ctx)
+        update = self._captured_update(step, batch_size) if not self.capture_reason else None
+        if update is None:
+            outs = self.executable.run_into(values, grads, rng)
+            for name in self.wrt:
+                self.bound[name].data(self.ctx)._ag.fresh = True
+            step.trainer.step(batch_size, ignore_stale_grad=step.ignore_stale_grad)
+            step.mode, step.reason = "compiled", self.capture_reason or CapturedUpdate.reason
+        else:
+            outs = self.executable.run_into(values, grads, rng, epilogue=update)
+            step.mode, step.reason = "captured", ""
+        return NDArray(outs[0], self.ctx)
+
+    def _captured_update(self, step, batch_size):
+        """The optimizer's bookkeeping of one ``trainer.step`` and the fused update holding
+        this step's scalars, or None (then ``trainer.step`` updates, uncaptured)."""
+        trainer, optimizer = step.trainer, step.trainer._optimizer
+        params = [p for p in trainer._params if p.grad_req != "null"]
+        indices = [trainer._param2idx[p.name] for p in params]
+        trainer._sync_parameters()
+        updater = trainer._updater_for(self.ctx)
+        optimizer._set_current_context(self.ctx.device_id)
+        states = []
+        for index, param in zip(indices, params):
+            weight = param.data(self.ctx)
+            if index not in updater.states:
+                updater.states[index] = optimizer.create_state_multi_precision(index, weight)
+            elif not updater.states_synced.get(index, True):
+                updater.states[index] = updater.sync_state_context(updater.states[index],
+                                                                   self.ctx)
+            updater.states_synced[index] = True
+            states.append(raw_state(updater.states[index]))
+        jobs = [UpdateJob(self.ctx, p.data(self.ctx)._data, p.grad(self.ctx)._data, s)
+                for p, s in zip(params, states)]
+        ptrs = (CapturedUpdate.signature(optimizer),
+                tuple((j.weight.data.ptr, j.grad.data.ptr) for j in jobs), _state_ptrs(states))
+        if self.update is None or ptrs != self.update_ptrs:
+            self.update, self.update_ptrs = CapturedUpdate.plan(optimizer, jobs), ptrs
+        if self.update is None:
+            return None
+        for param in params:  # consumed, as trainer.step leaves them
+            param.data(self.ctx)._ag.fresh = False
+        optimizer.rescale_grad = trainer._scale / batch_size
+        optimizer._update_count(indices)
+        counts = [optimizer._index_update_count[i] for i in indices]
+        self.update.prepare(optimizer._get_lrs(indices), optimizer._get_wds(indices), counts)
+        return self.update
+
+
+def _state_ptrs(states):
+    out = []
+    for state in states:
+        for array in (state if isinstance(state, tuple) else (state,)):
+            out.append(None if array is None else array.data.ptr)
+    return tuple(out)
