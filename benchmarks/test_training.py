@@ -1,9 +1,15 @@
-"""One training step (forward under ``autograd.record()``, softmax cross-entropy, backward,
-``Trainer.step`` with SGD momentum), imperative vs hybridized, grouped per model
-(pytest-benchmark groups ``train-<workload>``): the seed MLP (Dense 256 relu, Dense 128 relu,
-Dense 2) at batch 1 and 64, and resnet18_v1 at batch 1 (224x224 on gpu, 64x64 on cpu).
+"""One training step (forward, softmax cross-entropy, backward, SGD momentum update), three
+ways, grouped per model (pytest-benchmark groups ``train-<workload>``): the seed MLP (Dense 256
+relu, Dense 128 relu, Dense 2) at batch 1 and 64, and resnet18_v1 at batch 1 (224x224 on gpu,
+64x64 on cpu). The modes:
 
-Compare the two rows of a group side by side; ``nox -s bench`` saves them as JSON with the
+* ``imperative``: ``autograd.record()``, ``backward()``, ``Trainer.step``, net not hybridized;
+* ``hybridized``: the same loop on the hybridized net;
+* ``captured``: ``gluon.TrainStep`` on the hybridized net: on gpu one CUDA graph replayed a
+  step (its mode must be ``captured``), on cpu the compiled program plus ``Trainer.step``
+  (mode ``compiled``).
+
+Compare the three rows of a group side by side; ``nox -s bench`` saves them as JSON with the
 device, date and commit. On gpu every step ends with ``nd.waitall()``.
 """
 
@@ -15,7 +21,7 @@ import pytest
 from hybridgpu import autograd, gluon, nd
 from hybridgpu.bench import seed_mlp
 
-MODES = ["imperative", "hybridized"]
+MODES = ["imperative", "hybridized", "captured"]
 
 
 def _mlp(batch):
@@ -45,35 +51,54 @@ def _resnet18(ctx):
 WORKLOADS = {"mlp-batch1": _mlp(1), "mlp-batch64": _mlp(64), "resnet18_v1-batch1": _resnet18}
 
 
-def make_step(workload, ctx, hybridize):
-    """A function running one full training step of ``workload`` on ``ctx``; already run
-    twice (deferred initialization, tracing, optimizer state)."""
-    net, x, y = WORKLOADS[workload](ctx)
-    if hybridize:
-        net.hybridize()
+def _one_step(mode, net, x, y):
+    """One training step of ``mode`` as a function of nothing, and the TrainStep (or None)."""
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd",
                             {"learning_rate": 0.001, "momentum": 0.9})
-    batch = x.shape[0]
+    if mode != "imperative":
+        net.hybridize()
+    if mode == "captured":
+        train_step = gluon.TrainStep(net, loss_fn, trainer)
+        return lambda: train_step(x, y), train_step
 
-    def step():
+    def loop():
         with autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
-        trainer.step(batch)
+        trainer.step(x.shape[0])
+        return loss
+
+    return loop, None
+
+
+def make_step(workload, ctx, mode):
+    """A function running one full training step of ``workload`` on ``ctx`` the ``mode`` way,
+    and the ``gluon.TrainStep`` behind it (None for the Gluon loop); already run twice
+    (deferred initialization, tracing or capture, optimizer state)."""
+    if mode not in MODES:
+        raise ValueError(f"make_step: mode {mode!r} is not one of {MODES}")
+    net, x, y = WORKLOADS[workload](ctx)
+    one_step, train_step = _one_step(mode, net, x, y)
+
+    def step():
+        loss = one_step()
         if ctx.is_gpu:
             nd.waitall()
         return loss
 
     step()
     step()
-    return step
+    return step, train_step
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("workload", list(WORKLOADS))
 def test_training_step(benchmark, bench_ctx, workload, mode):
-    step = make_step(workload, bench_ctx, hybridize=mode == "hybridized")
+    step, train_step = make_step(workload, bench_ctx, mode)
     benchmark.group = f"train-{workload}"
     loss = benchmark(step)
     assert np.isfinite(loss.asnumpy()).all()
+    if train_step is not None:  # still the program it was meant to time
+        expected = "captured" if bench_ctx.is_gpu else "compiled"
+        assert train_step.mode == expected, train_step.reason

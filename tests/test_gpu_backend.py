@@ -537,3 +537,28 @@ def test_two_forwards_under_one_record_keep_their_own_saved_values():
         grads.append([p.grad(ctx).asnumpy() for p in net.collect_params().values()])
     for want, got in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis,mode,keepdims", [(1, "clip", False), (-1, "wrap", False),
+                                                (0, "wrap", True), (2, "clip", True)])
+def test_pick_and_its_gradient_are_kernels_equal_to_cpu(axis, mode, keepdims):
+    """Indices out of range on both sides, fractional ones (truncated toward zero), through
+    clip and wrap: the forward and the gradient as pick kernels, no eager step."""
+    data, index, ograd = mx.sym.var("data"), mx.sym.var("index"), mx.sym.var("ograd")
+    attrs = {"axis": axis, "mode": mode, "keepdims": keepdims}
+    out = mx.sym.Group([mx.sym.pick(data, index, **attrs),
+                        mx.sym._backward_pick(ograd, index, data, **attrs)])
+    shape = (3, 4, 5)
+    kept = list(shape)
+    kept[axis] = 1
+    picked = tuple(kept) if keepdims else tuple(d for k, d in enumerate(shape)
+                                                 if k != axis % 3)
+    shapes = {"data": shape, "index": picked, "ograd": picked}
+    cpu_exe, gpu_exe = compile_both(out, shapes)
+    assert [s.kernel.split("_")[-1] for s in gpu_exe.program.steps] == ["pick", "pick"]
+    rng = np.random.default_rng(4)
+    inputs = {"data": rng.standard_normal(shape).astype(np.float32),
+              "index": rng.uniform(-7.9, 9.9, picked).astype(np.float32),
+              "ograd": rng.standard_normal(picked).astype(np.float32)}
+    for got, want in zip(gpu_exe({n: to_gpu(a) for n, a in inputs.items()}), cpu_exe(inputs)):
+        np.testing.assert_array_equal(to_host(got), want)

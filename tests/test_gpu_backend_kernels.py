@@ -270,6 +270,10 @@ def _graphs_for_nvrtc():
                                   mx.sym.max(x, axis=1), mx.sym.mean(x)]),
                     {"data": (6, 10)}, "float64"), False
     yield optimized(mx.sym.Dropout(x, p=0.3), {"data": (40,)}, is_train=True), True
+    index = mx.sym.var("index")
+    picked = mx.sym.pick(x, index, axis=1, mode="wrap")
+    yield optimized(mx.sym.Group([picked, mx.sym._backward_pick(picked, index, x, axis=1)]),
+                    {"data": (4, 6), "index": (4,)}), False
     yield optimized(mx.sym.LayerNorm(x, mx.sym.var("g"), mx.sym.var("b")),
                     {"data": (4, 32), "g": (32,), "b": (32,)}, "float16"), False
     w = mx.sym.var("w")

@@ -69,6 +69,8 @@ def test_verdicts_judge_each_target():
              "kernels": {"fused": _t(130.0)}},
             {"name": "resnet18", "hybridized": _t(700.0), "torch_cuda_graph": _t(500.0)},
             {"name": "fused_update", "per_parameter": _t(400.0), "fused": _t(100.0)},
+            {"name": "train_step", "imperative": _t(600.0), "hybridized": _t(300.0),
+             "captured": _t(150.0)},
             {"name": "broken", "error": "AssertionError: results differ"}]
     got = {v[0]: v[1:] for v in verdicts(rows, device="NVIDIA H100 80GB HBM3")}
     assert got["mlp b1 vs PyTorch CUDA graph"] == ("0.90x", "<= 1.0x", "met")
@@ -77,6 +79,9 @@ def test_verdicts_judge_each_target():
     assert got["chain8 fused kernel / device copy"] == ("1.30x", "<= 1.25x", "MISSED")
     assert got["resnet18 vs PyTorch CUDA graph"] == ("1.40x", "<= 1.2x", "MISSED")
     assert got["fused optimizer update / per-parameter"] == ("0.25x", "< 1.0x", "met")
+    assert got["mlp training step b1: imperative / captured"] == ("4.00x", ">= 5x", "MISSED")
+    assert got["mlp training step b1: hybridized / captured"] == ("2.00x", "(reported)",
+                                                                 "reported")
     assert got["broken"][2] == "FAILED"
     # without a peer nothing is claimed
     none = verdicts([{"name": "resnet18", "hybridized": _t(1.0)}])
@@ -107,9 +112,58 @@ def test_gpucheck_runs_every_target(tmp_path):
     assert not errors, errors
     assert code == 0
     assert {r["name"] for r in result["targets"]} == {"mlp", "chain8", "resnet18",
-                                                      "fused_update"}
+                                                      "fused_update", "train_step"}
     chain8 = next(r for r in result["targets"] if r["name"] == "chain8")
     assert chain8["kernels"]["fused"]["median_us"] > 0  # the fused kernel timed alone
     mlp = next(r for r in result["targets"] if r["name"] == "mlp")
     assert mlp["call_floor"]["median_us"] > 0
     assert result["environment"]["commit"]
+
+
+_QUICK = {"repeat": 2, "warmup": 1, "min_seconds": 0.001}
+
+
+def _train_step_row(ctx):
+    from hybridgpu.gpucheck.train_step import MODES, train_step
+
+    row = train_step(ctx, True, _QUICK, None)
+    assert row["name"] == "train_step" and row["check_steps"] == 3
+    for mode in MODES:
+        assert row[mode]["median_us"] > 0 and row[mode]["repeat"] == 2
+    got = {v[0]: v[1:] for v in verdicts([row])}
+    assert got["mlp training step b1: imperative / captured"][1] == ">= 5x"
+    assert got["mlp training step b1: imperative / captured"][2] in ("met", "MISSED")
+    assert got["mlp training step b1: hybridized / captured"][2] == "reported"
+    return row
+
+
+def test_train_step_target_on_cpu_runs_compiled():
+    row = _train_step_row(mx.cpu())
+    assert row["step_mode"] == "compiled"
+    assert "cpu" in row["step_reason"]
+
+
+@pytest.mark.gpu
+def test_train_step_target_captures_on_gpu():
+    row = _train_step_row(mx.gpu(0))
+    assert (row["step_mode"], row["step_reason"]) == ("captured", "")
+
+
+def test_train_step_target_refuses_modes_that_disagree(monkeypatch):
+    from hybridgpu.gpucheck import train_step as target
+
+    real = target._step_fn
+
+    def skewed(mode, net, loss_fn, trainer):  # the hybridized mode trains at 2x the rate
+        if mode == "hybridized":
+            trainer.set_learning_rate(2e-3)
+        return real(mode, net, loss_fn, trainer)
+
+    monkeypatch.setattr(target, "_step_fn", skewed)
+    with pytest.raises(AssertionError, match="hybridized weights .* differ"):
+        target.train_step(mx.cpu(), True, _QUICK, None)
+    # run by gpucheck, the row carries the error instead of times
+    from hybridgpu.gpucheck.targets import run_targets
+
+    [row] = run_targets(mx.cpu(), quick=True, only=["train_step"])
+    assert "differ from imperative" in row["error"] and "imperative" not in row

@@ -217,7 +217,7 @@ class _StepProgram:
         self.bound, self.wrt = bound, wrt
         with ctx.scope():
             self.ones = ctx.xp.ones(loss_type[0], dtype=loss_type[1])
-        self.update, self.update_ptrs = None, None
+        self.update, self.update_ptrs, self.update_reason = None, None, ""
         self.capture_reason = self._why_not_captured(step)
 
     def _why_not_captured(self, step):
@@ -248,7 +248,7 @@ class _StepProgram:
             for name in self.wrt:
                 self.bound[name].data(self.ctx)._ag.fresh = True
             step.trainer.step(batch_size, ignore_stale_grad=step.ignore_stale_grad)
-            step.mode, step.reason = "compiled", self.capture_reason or CapturedUpdate.reason
+            step.mode, step.reason = "compiled", self.capture_reason or self.update_reason
         else:
             outs = self.executable.run_into(values, grads, rng, epilogue=update)
             step.mode, step.reason = "captured", ""
@@ -277,8 +277,9 @@ class _StepProgram:
                 for p, s in zip(params, states)]
         ptrs = (CapturedUpdate.signature(optimizer),
                 tuple((j.weight.data.ptr, j.grad.data.ptr) for j in jobs), _state_ptrs(states))
-        if self.update is None or ptrs != self.update_ptrs:
-            self.update, self.update_ptrs = CapturedUpdate.plan(optimizer, jobs), ptrs
+        if ptrs != self.update_ptrs:
+            self.update, self.update_reason = CapturedUpdate.plan(optimizer, jobs)
+            self.update_ptrs = ptrs
         if self.update is None:
             return None
         for param in params:  # consumed, as trainer.step leaves them

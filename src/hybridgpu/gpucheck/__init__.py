@@ -93,6 +93,15 @@ def _mlp_verdicts(row, device):
     return out
 
 
+def _train_step_verdicts(row):
+    captured = row.get("captured")
+    other = _ratio(row.get("hybridized"), captured)
+    return [_verdict("mlp training step b1: imperative / captured",
+                     _ratio(row.get("imperative"), captured), ">= 5x", lambda v: v >= 5),
+            ("mlp training step b1: hybridized / captured",
+             "-" if other is None else f"{other:.2f}x", "(reported)", "reported")]
+
+
 def verdicts(rows, device=""):
     """``[(target, measured, wanted, met | MISSED | not measured)]`` for result rows."""
     out = []
@@ -113,6 +122,8 @@ def verdicts(rows, device=""):
             out.append(_verdict("fused optimizer update / per-parameter",
                                 _ratio(row.get("fused"), row.get("per_parameter")), "< 1.0x",
                                 lambda v: v < 1.0))
+        elif row["name"] == "train_step":
+            out += _train_step_verdicts(row)
         elif row["name"] == "resnet18":
             out.append(_verdict("resnet18 vs PyTorch CUDA graph",
                                 _ratio(row.get("hybridized"), row.get("torch_cuda_graph")),

@@ -11,6 +11,9 @@
   CUDA-graph replay. Target: <= 1.2x.
 * ``fused_update``: one SGD-momentum update of resnet18_v1's parameters, fused (one launch)
   vs per-parameter (``gpucheck.fused_update``). Target: fused faster (< 1.0x).
+* ``train_step``: one training step of the seed MLP at batch 1, the Gluon loop imperative and
+  hybridized vs ``gluon.TrainStep`` (one CUDA graph a step; ``gpucheck.train_step``).
+  Target: imperative >= 5x the captured step.
 
 Every workload first checks hybridgpu's output against the cpu and PyTorch ones (rtol 1e-3
 across devices) so no number comes from a wrong result. ``quick=True`` shrinks sizes and
@@ -31,6 +34,7 @@ from .. import gluon, nd
 from ..bench import seed_mlp
 from ..timing import time_calls
 from .fused_update import fused_update
+from .train_step import train_step
 from .torch_peer import TorchPeer
 
 __all__ = ["run_targets", "TARGETS", "Chain8"]
@@ -164,6 +168,7 @@ def _executable(block):
 
 TARGETS = {"mlp": _mlp, "chain8": _chain8, "resnet18": _resnet18}
 TARGETS["fused_update"] = fused_update
+TARGETS["train_step"] = train_step
 
 
 def run_targets(ctx, quick=False, only=None, progress=None):

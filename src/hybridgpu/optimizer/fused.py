@@ -241,8 +241,8 @@ class CapturedUpdate:
     them on the host, ``write`` copies them, uncaptured, before every replay, and ``launch``
     is what the graph holds (the epilogue of ``GpuExecutable.run_into``).
 
-    ``CapturedUpdate.plan(optimizer, jobs)`` returns None when some job cannot be fused
-    (``reason`` then says which); ``key`` changes whenever the launches would (pointers,
+    ``CapturedUpdate.plan(optimizer, jobs)`` returns None, and why, when some job cannot be
+    fused; ``key`` changes whenever the launches would (pointers,
     families, whether the gradient is clipped), and the caller recaptures then.
 
     Example (the kernels need CuPy or the virtual GPU; here only the planning):
@@ -250,29 +250,25 @@ class CapturedUpdate:
         >>> import numpy as np
         >>> from hybridgpu.optimizer.optimizer import UpdateJob
         >>> jobs = [UpdateJob(mx.cpu(), np.ones(2, np.float32), np.ones(2, np.float32), None)]
-        >>> CapturedUpdate.plan(mx.optimizer.create("sgd"), jobs) is None, CapturedUpdate.reason
-        (True, 'weight 0 cannot go through a fused gpu kernel (cpu(0), float32)')
+        >>> CapturedUpdate.plan(mx.optimizer.create("sgd"), jobs)
+        (None, 'weight 0 cannot go through a fused gpu kernel (cpu(0), float32)')
     """
-
-    reason = ""
 
     @classmethod
     def plan(cls, optimizer, jobs):
-        """The captured update of ``jobs`` (``UpdateJob`` each, in the order of the rates
-        ``write`` will get), or None with ``CapturedUpdate.reason`` set."""
+        """``(update, reason)``: the captured update of ``jobs`` (``UpdateJob`` each, in the
+        order of the rates ``prepare`` will get) and '', or None and why it cannot be."""
         if not enabled(optimizer):
-            cls.reason = "fused optimizer updates are off (fused_updates or " \
-                         "HYBRIDGPU_FUSED_OPTIMIZER=0)"
-            return None
+            return None, ("fused optimizer updates are off (fused_updates or "
+                          "HYBRIDGPU_FUSED_OPTIMIZER=0)")
         groups, rest = _group(optimizer, jobs)
         if rest:
             job = jobs[rest[0]]
             rule = family_of(optimizer, len(_state_arrays(job.state)))
             why = f"{type(optimizer).__name__} has no fused kernel" if rule is None else \
                 f"{job.ctx}, {job.weight.dtype}"
-            cls.reason = f"weight {rest[0]} cannot go through a fused gpu kernel ({why})"
-            return None
-        return cls(optimizer, jobs, groups)
+            return None, f"weight {rest[0]} cannot go through a fused gpu kernel ({why})"
+        return cls(optimizer, jobs, groups), ""
 
     def __init__(self, optimizer, jobs, groups):
         self.optimizer = optimizer
