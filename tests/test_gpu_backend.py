@@ -562,3 +562,32 @@ def test_pick_and_its_gradient_are_kernels_equal_to_cpu(axis, mode, keepdims):
               "ograd": rng.standard_normal(picked).astype(np.float32)}
     for got, want in zip(gpu_exe({n: to_gpu(a) for n, a in inputs.items()}), cpu_exe(inputs)):
         np.testing.assert_array_equal(to_host(got), want)
+
+
+def test_written_outputs_go_straight_into_the_callers_arrays():
+    """``written_outputs``: the steps write those outputs into the arrays ``run_into`` gets
+    (a reshape of a bound input too, by a copy), the others are copied out; a call without
+    them is refused, and a new destination array recaptures."""
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    out = mx.sym.Group([mx.sym.relu(x) * 2, mx.sym.Flatten(w), x + 1])
+    g = Graph(out._outputs)
+    infer_types(g, {"x": "float32", "w": "float32"})
+    infer_shapes(g, {"x": (3, 4), "w": (2, 2, 2)})
+    exe = compile_graph(g, mx.gpu(0), False, {"data_inputs": ("x",),
+                                              "written_outputs": (0, 1)})
+    assert exe.program.written == {0: "__out0__", 1: "__out1__"}
+    rng = np.random.default_rng(2)
+    host = {"x": rng.standard_normal((3, 4)).astype(np.float32),
+            "w": rng.standard_normal((2, 2, 2)).astype(np.float32)}
+    inputs = {n: to_gpu(a) for n, a in host.items()}
+    xp = mx.gpu(0).xp
+    for _ in range(3):
+        into = {0: xp.zeros((3, 4), np.float32), 1: xp.zeros((2, 4), np.float32)}
+        outs = exe.run_into(inputs, into)
+        assert outs[:2] == [None, None]
+        np.testing.assert_array_equal(to_host(into[0]), np.maximum(host["x"], 0) * 2)
+        np.testing.assert_array_equal(to_host(into[1]), host["w"].reshape(2, 4))
+        np.testing.assert_array_equal(to_host(outs[2]), host["x"] + 1)
+    assert exe.captures == 3  # new destination arrays each call
+    with pytest.raises(mx.MXNetError, match=r"outputs \[0, 1\] are written straight"):
+        exe(inputs)

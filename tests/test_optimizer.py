@@ -403,6 +403,19 @@ def test_set_states_validates_crafted_files(blob, message):
         updater.set_states(blob)
 
 
+def test_states_of_an_optimizer_with_fusion_turned_off_load():
+    """``fused_updates = False`` is an instance's plain-data attribute over the class's
+    default: saved and restored like the others (a class method's name is still refused)."""
+    opt = opt_mod.create("adam", learning_rate=0.1)
+    opt.fused_updates = False
+    updater = opt_mod.get_updater(opt)
+    updater(0, nd.ones(2), nd.ones(2))
+    fresh = opt_mod.create("adam")
+    restored = opt_mod.get_updater(fresh)
+    restored.set_states(updater.get_states(dump_optimizer=True))
+    assert fresh.fused_updates is False and fresh.lr == 0.1 and fresh.num_update == 1
+
+
 def test_set_states_refuses_other_optimizer_class():
     updater, _ = _trained_updater("adam")
     other = opt_mod.get_updater(opt_mod.SGD())

@@ -396,3 +396,22 @@ def test_captured_dropout_draws_a_new_mask_every_replay(gpu_available):
     losses = [step(x, y).asnumpy() for _ in range(3)]
     assert step.mode == "captured"
     assert not np.array_equal(losses[1], losses[2])
+
+
+@pytest.mark.gpu
+def test_loaded_optimizer_states_are_what_the_replay_updates(gpu_available, tmp_path):
+    ctx = gpu_available
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    nets = [_net(ctx) for _ in range(2)]
+    steps = [gluon.TrainStep(n, loss_fn, _trainer(n, "adam", fused))
+             for n, fused in zip(nets, (True, False))]
+    batches = _batches(ctx, 5)
+    for n, batch in enumerate(batches):
+        for k, step in enumerate(steps):
+            if n == 2:
+                step.trainer.save_states(str(tmp_path / f"{k}.states"))
+            if n == 4:  # back to the moments and counts of step 2, into new state arrays
+                step.trainer.load_states(str(tmp_path / f"{k}.states"))
+            step(*batch)
+    assert steps[0].mode == "captured" and _captures(steps[0]) == [2]
+    _assert_params(_params(nets[0]), _params(nets[1]))

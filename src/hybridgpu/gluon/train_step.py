@@ -55,7 +55,7 @@ Example:
     >>> loss = step(x, y)                     # 0.5 * (1 + 2 + 0 - 0) ** 2
     >>> loss.asnumpy().tolist(), step.mode
     ([4.5], 'compiled')
-    >>> [round(w, 6) for w in net.weight.data().asnumpy()[0]]  # 1 - 0.1 * 3 * [1, 2]
+    >>> [round(w, 6) for w in net.weight.data().asnumpy()[0].tolist()]  # 1 - 0.3 * [1, 2]
     [0.7, 0.4]
 """
 
@@ -117,11 +117,12 @@ class TrainStep:
                                 "NDArray")
         if batch_size is None:
             batch_size = self.batch_size or datas[0].shape[0]
-        why = self._why_imperative(inputs)
+        params = self._all_params()
+        why = self._why_imperative(inputs, params)
         if why:
             self.mode, self.reason = "imperative", why
             return self._imperative(datas, labels, batch_size)
-        program = self._program(datas, labels)
+        program = self._program(datas, labels, params)
         if isinstance(program, str):
             self.mode, self.reason = "imperative", program
             return self._imperative(datas, labels, batch_size)
@@ -135,7 +136,7 @@ class TrainStep:
         self.trainer.step(batch_size, ignore_stale_grad=self.ignore_stale_grad)
         return loss
 
-    def _why_imperative(self, inputs):
+    def _why_imperative(self, inputs, params):
         """Why this call cannot run compiled ('' when it can)."""
         if not isinstance(self.net, HybridBlock) or not self.net._active:
             return "the net is not hybridized (call net.hybridize())"
@@ -146,7 +147,7 @@ class TrainStep:
         ctx = inputs[0].context
         if any(a.context != ctx for a in inputs):
             return "the inputs are on several contexts"
-        for param in self._all_params().values():
+        for param in params.values():
             if param._data is None or param._deferred_init:
                 return f"Parameter {param.name!r} is not initialized yet"
             if param.grad_req == "add":
@@ -157,16 +158,18 @@ class TrainStep:
         return ""
 
     def _all_params(self):
-        params = dict(self.net.collect_params().items())
-        params.update(self.loss_fn.collect_params().items())
-        return {p.name: p for p in params.values()}
+        """The Parameters of the net and the loss, by name (none of what is not a Block)."""
+        found = {}
+        for block in (self.net, self.loss_fn):
+            if hasattr(block, "collect_params"):
+                found.update((p.name, p) for p in block.collect_params().values())
+        return found
 
-    def _program(self, datas, labels):
+    def _program(self, datas, labels, params):
         """The compiled program of this signature (built on first sight), or why none."""
-        params = self._all_params()
         inputs = datas + list(labels)
         key = (len(datas), tuple((a.shape, a.dtype) for a in inputs), inputs[0].context,
-               tuple((n, p.shape, p.dtype) for n, p in sorted(params.items())))
+               tuple((n, p.shape, p.dtype, p.grad_req) for n, p in sorted(params.items())))
         program = self._programs.get(key)
         if program is None:
             try:
@@ -207,7 +210,8 @@ class _StepProgram:
         infer_shapes(graph, shapes)
         ctx = inputs[0].context
         loss_key = graph.key(graph.outputs[0])
-        flags = {**step.net._flags, "data_inputs": tuple(names), "block": step.net.name}
+        flags = {**step.net._flags, "data_inputs": tuple(names), "block": step.net.name,
+                 "written_outputs": tuple(range(1, 1 + len(wrt)))}
         executable = compile_graph(graph, ctx, True, flags)
         return cls(step, executable, ctx, names, head, bound, wrt,
                    (graph.shapes[loss_key], graph.dtypes[loss_key]))
@@ -217,7 +221,8 @@ class _StepProgram:
         self.bound, self.wrt = bound, wrt
         with ctx.scope():
             self.ones = ctx.xp.ones(loss_type[0], dtype=loss_type[1])
-        self.update, self.update_ptrs, self.update_reason = None, None, ""
+        self.update, self.update_reason = None, ""
+        self.update_signature, self.update_arrays = None, []
         self.capture_reason = self._why_not_captured(step)
 
     def _why_not_captured(self, step):
@@ -238,15 +243,18 @@ class _StepProgram:
     # -- one step -----------------------------------------------------------------------
     def run(self, step, inputs, batch_size):
         values = {n: a._data for n, a in zip(self.names, inputs)}
-        values.update((n, p.data(self.ctx)._data) for n, p in self.bound.items())
+        weights = {n: p.data(self.ctx) for n, p in self.bound.items()}
+        values.update((n, w._data) for n, w in weights.items())
         values[self.head] = self.ones
         grads = {k + 1: self.bound[n].grad(self.ctx)._data for k, n in enumerate(self.wrt)}
         rng = random_state.generator(self.ctx)
-        update = self._captured_update(step, batch_size) if not self.capture_reason else None
+        update = None
+        if not self.capture_reason:
+            update = self._captured_update(step, batch_size, weights, grads)
         if update is None:
             outs = self.executable.run_into(values, grads, rng)
             for name in self.wrt:
-                self.bound[name].data(self.ctx)._ag.fresh = True
+                weights[name]._ag.fresh = True
             step.trainer.step(batch_size, ignore_stale_grad=step.ignore_stale_grad)
             step.mode, step.reason = "compiled", self.capture_reason or self.update_reason
         else:
@@ -254,36 +262,32 @@ class _StepProgram:
             step.mode, step.reason = "captured", ""
         return NDArray(outs[0], self.ctx)
 
-    def _captured_update(self, step, batch_size):
+    def _captured_update(self, step, batch_size, weights, grads):
         """The optimizer's bookkeeping of one ``trainer.step`` and the fused update holding
-        this step's scalars, or None (then ``trainer.step`` updates, uncaptured)."""
+        this step's scalars, or None (then ``trainer.step`` updates, uncaptured).
+        ``weights``: the NDArrays by name; ``grads``: the gradient arrays by output index."""
         trainer, optimizer = step.trainer, step.trainer._optimizer
-        params = [p for p in trainer._params if p.grad_req != "null"]
-        indices = [trainer._param2idx[p.name] for p in params]
+        trained = [(trainer._param2idx[p.name], p.name) for p in trainer._params
+                   if p.grad_req != "null"]
+        indices = [index for index, _ in trained]
+        slot = {name: k + 1 for k, name in enumerate(self.wrt)}
         trainer._sync_parameters()
         updater = trainer._updater_for(self.ctx)
         optimizer._set_current_context(self.ctx.device_id)
-        states = []
-        for index, param in zip(indices, params):
-            weight = param.data(self.ctx)
-            if index not in updater.states:
-                updater.states[index] = optimizer.create_state_multi_precision(index, weight)
-            elif not updater.states_synced.get(index, True):
-                updater.states[index] = updater.sync_state_context(updater.states[index],
-                                                                   self.ctx)
-            updater.states_synced[index] = True
-            states.append(raw_state(updater.states[index]))
-        jobs = [UpdateJob(self.ctx, p.data(self.ctx)._data, p.grad(self.ctx)._data, s)
-                for p, s in zip(params, states)]
-        ptrs = (CapturedUpdate.signature(optimizer),
-                tuple((j.weight.data.ptr, j.grad.data.ptr) for j in jobs), _state_ptrs(states))
-        if ptrs != self.update_ptrs:
+        jobs = [UpdateJob(self.ctx, weights[name]._data, grads[slot[name]],
+                          raw_state(_state_of(updater, optimizer, index, weights[name])))
+                for index, name in trained]
+        arrays = [a for job in jobs for a in (job.weight, job.grad, *_leaves(job.state))]
+        signature = CapturedUpdate.signature(optimizer)
+        if (signature != self.update_signature or len(arrays) != len(self.update_arrays)
+                or any(a is not b for a, b in zip(arrays, self.update_arrays))):
+            # the arrays are kept: an array seen again is the same memory (not a reused id)
             self.update, self.update_reason = CapturedUpdate.plan(optimizer, jobs)
-            self.update_ptrs = ptrs
+            self.update_signature, self.update_arrays = signature, arrays
         if self.update is None:
             return None
-        for param in params:  # consumed, as trainer.step leaves them
-            param.data(self.ctx)._ag.fresh = False
+        for _, name in trained:  # consumed, as trainer.step leaves them
+            weights[name]._ag.fresh = False
         optimizer.rescale_grad = trainer._scale / batch_size
         optimizer._update_count(indices)
         counts = [optimizer._index_update_count[i] for i in indices]
@@ -291,9 +295,19 @@ class _StepProgram:
         return self.update
 
 
-def _state_ptrs(states):
-    out = []
-    for state in states:
-        for array in (state if isinstance(state, tuple) else (state,)):
-            out.append(None if array is None else array.data.ptr)
-    return tuple(out)
+def _state_of(updater, optimizer, index, weight):
+    """The updater's state of ``index`` on ``weight``'s context, created or moved there as
+    the updater itself would on its first update."""
+    if index not in updater.states:
+        updater.states[index] = optimizer.create_state_multi_precision(index, weight)
+    elif not updater.states_synced.get(index, True):
+        updater.states[index] = updater.sync_state_context(updater.states[index],
+                                                           weight.context)
+    updater.states_synced[index] = True
+    return updater.states[index]
+
+
+def _leaves(state):
+    if state is None:
+        return ()
+    return state if isinstance(state, tuple) else (state,)

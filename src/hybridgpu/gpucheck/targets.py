@@ -34,8 +34,8 @@ from .. import gluon, nd
 from ..bench import seed_mlp
 from ..timing import time_calls
 from .fused_update import fused_update
-from .train_step import train_step
 from .torch_peer import TorchPeer
+from .train_step import train_step
 
 __all__ = ["run_targets", "TARGETS", "Chain8"]
 

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 
@@ -238,12 +239,23 @@ def restore_optimizer(optimizer, config):
 
 
 def _set_attrs(obj, attrs):
-    """Set saved plain-data attributes; names of methods or properties are refused."""
+    """Set saved plain-data attributes; names of methods, properties and other class
+    attributes that are not plain data are refused (a plain-data class default, such as
+    ``fused_updates``, may be overridden by the instance, as when it was saved)."""
     for name, value in _dict_body(attrs):
-        if not name.isidentifier() or name.startswith("__") or hasattr(type(obj), name):
+        if not name.isidentifier() or name.startswith("__") or not _plain_default(obj, name):
             raise MXNetError(f"optimizer states file: {name!r} cannot be restored as an "
                              f"attribute of {type(obj).__name__}")
         setattr(obj, name, decode_value(value))
+
+
+def _plain_default(obj, name):
+    """True when ``type(obj)`` has no attribute ``name`` or a plain-data one."""
+    found = inspect.getattr_static(type(obj), name, _ABSENT)
+    return found is _ABSENT or isinstance(found, (bool, int, float, str, type(None)))
+
+
+_ABSENT = object()
 
 
 def _dict_body(attrs):

@@ -104,7 +104,7 @@ def _align(n):
 
 
 class _Lowering(TemplateLowering):
-    def __init__(self, graph, plan, staged, is_train, shape_args=False):
+    def __init__(self, graph, plan, staged, is_train, shape_args=False, written=()):
         self.graph, self.plan, self.is_train = graph, plan, is_train
         self.steps, self.kernels, self._by_spec = [], [], {}
         self.shape_args = shape_args
@@ -120,9 +120,11 @@ class _Lowering(TemplateLowering):
         for size in plan.buffers:
             self.buffer_offsets.append(self.offset)
             self.offset += _align(max(size, 1))
+        self.written = _written_outputs(graph, plan, written)
         self.fresh = {}
         for key in sorted(plan.fresh):
-            self.fresh[key] = self._region(self._nbytes(key))
+            if key not in self.written:
+                self.fresh[key] = self._region(self._nbytes(key))
         self.inputs = {}
         for node in graph.variables:
             if node.name in self.staged:
@@ -153,6 +155,8 @@ class _Lowering(TemplateLowering):
             name = f"const{key[0]}"
             self.constants[name] = constant_value(node)
             return Ref.ext(name)
+        if key in self.written:
+            return Ref.ext(self.written[key])
         if key in self.fresh:
             return Ref.arena(self.fresh[key])
         buf = self.plan.storage.get(key)
@@ -193,8 +197,12 @@ class _Lowering(TemplateLowering):
         has_gemm = any(isinstance(s, Gemm) for s in self.steps)
         workspace = self._region(WORKSPACE_BYTES) if has_gemm else None
         bound = tuple(n.name for n in self.graph.variables if n.name not in self.staged)
-        return Program(self.steps, self.kernels, self.offset, self.inputs, outputs, bound,
-                       self.constants, workspace, self.rng_state, frozenset(self.shaped))
+        return Program(self.steps, self.kernels, self.offset, self.inputs, outputs,
+                       bound + tuple(self.written.values()), self.constants, workspace,
+                       self.rng_state, frozenset(self.shaped), {
+                           k: self.written[self.graph.key(e)]
+                           for k, e in enumerate(self.graph.outputs)
+                           if self.graph.key(e) in self.written})
 
     def _try(self, make, i, node):
         """``make(i, node)``; a template that fails on this node (a case it does not cover)
@@ -390,7 +398,8 @@ class _Lowering(TemplateLowering):
             return False
         src = self.ref(self.graph.key(node.inputs[0]))
         stable = {offset for offset, _ in self.inputs.values()}
-        if src.kind == "ext" or src.offset in stable and src.kind == "arena":
+        written = (i, 0) in self.written  # the caller's array must receive the elements
+        if not written and (src.kind == "ext" or src.kind == "arena" and src.offset in stable):
             self.aliases[(i, 0)] = src
             return True
         dst = self.ref((i, 0))
@@ -480,12 +489,29 @@ def reinterprets(graph, i):
             and np.array_equal(result.reshape(-1), probe.reshape(-1)))
 
 
-def lower(graph, plan, staged=(), is_train=False, shape_args=False):
+def lower(graph, plan, staged=(), is_train=False, shape_args=False, written=()):
     """The Program of ``graph`` laid out by ``plan``; ``staged`` names the variables copied
     into the arena on each call (the others are read in place). ``shape_args``: elementwise
     kernels take their sizes as arguments (``compiler/codegen/cuda/shaped.py``) and no GEMV
-    kernel is generated, so another shape of the same graph needs no new compile for them."""
-    return _Lowering(graph, plan, set(staged), is_train, shape_args).run()
+    kernel is generated, so another shape of the same graph needs no new compile for them.
+    ``written``: indices of outputs the step producing them writes straight into an array
+    the caller gives on every call (``Program.written``: index -> the name it is bound as),
+    where the output is a value of its own (not an input, a constant, nor given twice)."""
+    return _Lowering(graph, plan, set(staged), is_train, shape_args, written).run()
+
+
+def _written_outputs(graph, plan, written):
+    """``{value key: bound name}`` of the outputs in ``written`` that can be written into
+    a caller's array: planned apart (``plan.fresh``), given once among the outputs."""
+    keys = [graph.key(e) for e in graph.outputs]
+    names = {n.name for n in graph.variables}
+    found = {}
+    for k in written:
+        key = keys[k]
+        name = f"__out{k}__"
+        if key in plan.fresh and keys.count(key) == 1 and name not in names:
+            found[key] = name
+    return found
 
 
 def kernel_file_name(source):

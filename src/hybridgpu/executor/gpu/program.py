@@ -168,8 +168,9 @@ class Eager:
 class Program:
     """Steps, kernels (``Kernel`` objects of ``compiler/codegen/cuda``), the arena size, the
     staged inputs (name -> ``(offset, nbytes)``: copied in before each run), the outputs
-    (``(Ref, shape, dtype)``), the bound inputs (names read in place, by pointer) and the
-    folded constants (``const<i>`` -> array) the steps read."""
+    (``(Ref, shape, dtype)``), the bound inputs (names read in place, by pointer), the
+    folded constants (``const<i>`` -> array) the steps read, and the outputs ``written`` by
+    their steps straight into arrays the caller binds (output index -> bound name)."""
 
     steps: list
     kernels: list
@@ -181,6 +182,7 @@ class Program:
     workspace: int | None = None  # arena offset of the cuBLAS workspace (WORKSPACE_BYTES)
     rng_state: int | None = None  # arena offset of the Philox (seed, run) pair, 2 x uint64
     shaped: frozenset = frozenset()  # kernels taking their sizes as arguments (by name)
+    written: dict = field(default_factory=dict)  # output index -> bound name of its array
 
     @property
     def source(self):

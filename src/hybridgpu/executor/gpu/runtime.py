@@ -87,7 +87,8 @@ class GpuExecutable(Executable):
         names = [n.name for n in graph.variables]
         staged = flags.get("data_inputs")
         staged = names if staged is None else [n for n in names if n in set(staged)]
-        program = lower(graph, plan, staged, is_train, bool(flags.get("shape_args")))
+        program = lower(graph, plan, staged, is_train, bool(flags.get("shape_args")),
+                        tuple(flags.get("written_outputs", ())))
         return cls(graph, program, ctx, is_train, flags)
 
     def __str__(self):
@@ -182,6 +183,8 @@ class _State:
     # -- one call -----------------------------------------------------------------------
     def call(self, inputs, rng, tail=None):
         xp, stream = self.xp, self.stream
+        if self.program.written:
+            inputs = _with_written(self.program, inputs, tail)
         self.ext = self._externals(inputs)
         caller = xp.cuda.get_current_stream()
         if self.program.rng_state is not None and not self.seeded:
@@ -425,11 +428,21 @@ class _Tail:
 
     def run(self, state):
         for k, dst in self.into.items():
-            if dst.nbytes:
+            if dst.nbytes and k not in self.program.written:
                 state.xp.cuda.runtime.memcpyAsync(dst.data.ptr, state.ptr(
                     self.program.outputs[k][0]), dst.nbytes, _D2D, state.stream.ptr)
         if self.epilogue is not None:
             self.epilogue.launch()
+
+
+def _with_written(program, inputs, tail):
+    """``inputs`` plus the caller's arrays of the outputs the program writes in place."""
+    into = tail.into if tail is not None else {}
+    missing = sorted(set(program.written) - set(into))
+    if missing:
+        raise MXNetError(f"gpu program: outputs {missing} are written straight into arrays "
+                         "the caller gives (flag 'written_outputs'): call run_into with them")
+    return {**inputs, **{name: into[k] for k, name in program.written.items()}}
 
 
 def _module(xp, source):
