@@ -8,9 +8,13 @@ with ``import hybridgpu as mx`` in place of ``import mxnet as mx``: ``DataLoader
 ``trainer.step(batch_size)`` and ``mx.metric.Accuracy``.
 
 It reaches at least ``TARGET_ACCURACY`` (95%) test accuracy in the default 20 epochs, in a
-few seconds on two CPU cores, imperatively or with ``--hybridize``::
+few seconds on two CPU cores, imperatively or with ``--hybridize``. ``--train-step`` (which
+implies ``--hybridize``) runs each step through ``gluon.TrainStep`` instead of the loop: one
+compiled program for forward, loss and backward, and on a gpu one CUDA graph with the
+optimizer update::
 
-    PYTHONPATH=src python3 examples/train_mlp.py [--hybridize] [--epochs 20] [--ctx cpu|gpu]
+    PYTHONPATH=src python3 examples/train_mlp.py [--hybridize] [--train-step] [--epochs 20]
+                                                 [--ctx cpu|gpu]
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ def parse_args(argv):
     parser.add_argument("--num-train", type=int, default=1000)
     parser.add_argument("--num-test", type=int, default=500)
     parser.add_argument("--hybridize", action="store_true", help="compile the network")
+    parser.add_argument("--train-step", action="store_true",
+                        help="whole steps through gluon.TrainStep (implies --hybridize)")
     parser.add_argument("--ctx", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--quiet", action="store_true", help="no line per epoch")
@@ -72,17 +78,21 @@ def evaluate(net, loader, ctx):
     return metric.get()[1]
 
 
-def train_epoch(net, loader, loss_fn, trainer, ctx):
-    """One pass over ``loader``: ``(mean loss per sample, training accuracy)``."""
+def train_epoch(net, loader, loss_fn, trainer, ctx, step=None):
+    """One pass over ``loader``: ``(mean loss per sample, training accuracy)``; through
+    ``step`` (a ``gluon.TrainStep`` returning the outputs too) when given."""
     metric = mx.metric.Accuracy()
     total, count = 0.0, 0
     for data, label in loader:
         data, label = data.as_in_context(ctx), label.as_in_context(ctx)
-        with autograd.record():
-            output = net(data)
-            loss = loss_fn(output, label)
-        loss.backward()
-        trainer.step(data.shape[0])
+        if step is not None:
+            loss, output = step(data, label)
+        else:
+            with autograd.record():
+                output = net(data)
+                loss = loss_fn(output, label)
+            loss.backward()
+            trainer.step(data.shape[0])
         metric.update(label, output)
         total += loss.sum().asscalar()
         count += data.shape[0]
@@ -104,15 +114,17 @@ def main(argv=None, history=None):
 
     net = build_net()
     net.initialize(mx.init.Xavier(), ctx=ctx)
-    if args.hybridize:
+    if args.hybridize or args.train_step:
         net.hybridize()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": args.lr})
+    step = gluon.TrainStep(net, loss_fn, trainer, return_outputs=True) if args.train_step \
+        else None
 
     accuracy = 0.0
     for epoch in range(args.epochs):
         start = time.time()
-        loss, train_acc = train_epoch(net, train_loader, loss_fn, trainer, ctx)
+        loss, train_acc = train_epoch(net, train_loader, loss_fn, trainer, ctx, step)
         accuracy = evaluate(net, test_loader, ctx)
         if history is not None:
             history.append(loss)

@@ -52,6 +52,16 @@ def test_hybridized_training_replays_the_traced_graphs(monkeypatch):
     assert calls.count("hybridgpu.ndarray") == 3 * (2 * 20 + 2)  # every batch, every layer
 
 
+def test_mlp_through_train_step_equals_the_hybridized_loop():
+    """``--train-step``: each batch through ``gluon.TrainStep`` (one compiled program, the
+    net's output returned for the accuracy) gives the hybridized loop's losses."""
+    loop, stepped = [], []
+    accuracy = train_mlp.main(["--quiet", "--epochs", "3", "--hybridize"], history=loop)
+    same = train_mlp.main(["--quiet", "--epochs", "3", "--train-step"], history=stepped)
+    np.testing.assert_allclose(stepped, loop, rtol=1e-6)
+    assert same == accuracy
+
+
 def test_mlp_prints_one_line_per_epoch(capsys):
     accuracy = train_mlp.main(["--epochs", "2", "--hybridize"])
     lines = capsys.readouterr().out.splitlines()

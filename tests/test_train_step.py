@@ -116,6 +116,35 @@ def test_compiled_step_is_the_loop_bitwise(rule, batch_norm):
         np.testing.assert_array_equal(g, w)
 
 
+def _outputs_both_ways(ctx, rule="adam"):
+    """The (loss, net output) pairs of the loop and of ``TrainStep(return_outputs=True)``."""
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    ref, net = _net(ctx, batch_norm=True), _net(ctx, batch_norm=True)
+    trainer = _trainer(ref, rule)
+    want = []
+    for x, y in _batches(ctx, 3):
+        with autograd.record():
+            out = ref(x)
+            loss = loss_fn(out, y)
+        loss.backward()
+        trainer.step(x.shape[0])
+        want.append((loss.asnumpy(), out.asnumpy()))
+    step = gluon.TrainStep(net, loss_fn, _trainer(net, rule), return_outputs=True)
+    got = [tuple(a.asnumpy() for a in step(x, y)) for x, y in _batches(ctx, 3)]
+    return got, want, step
+
+
+def test_return_outputs_gives_the_nets_output_for_metrics():
+    got, want, step = _outputs_both_ways(mx.cpu())
+    assert step.mode == "compiled"
+    for (g_loss, g_out), (w_loss, w_out) in zip(got, want):
+        np.testing.assert_array_equal(g_loss, w_loss)
+        np.testing.assert_array_equal(g_out, w_out)
+    step.net.hybridize(active=False)  # the loop as written gives the pair too
+    loss, out = step(*_batches(mx.cpu(), 1)[0])
+    assert step.mode == "imperative" and out.shape == (4, 3) and loss.shape == (4,)
+
+
 def test_optimizer_bookkeeping_matches_the_loop():
     loss_fn = gluon.loss.L2Loss()
     nets = [_net(mx.cpu()) for _ in range(2)]
@@ -367,6 +396,15 @@ def test_replaced_parameter_arrays_recapture(gpu_available):
             step(*batch)
     assert steps[0].mode == "captured" and _captures(steps[0]) == [2]
     _assert_params(_params(nets[0]), _params(nets[1]))
+
+
+@pytest.mark.gpu
+def test_captured_step_returns_the_nets_output(gpu_available):
+    got, want, step = _outputs_both_ways(gpu_available, "sgd_mom")  # Adam magnifies ulps
+    assert step.mode == "captured"
+    for (g_loss, g_out), (w_loss, w_out) in zip(got, want):
+        np.testing.assert_allclose(g_loss, w_loss, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g_out, w_out, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.gpu

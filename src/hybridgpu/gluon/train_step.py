@@ -75,7 +75,7 @@ from ..ndarray import NDArray
 from ..optimizer.fused import CapturedUpdate
 from ..optimizer.optimizer import UpdateJob, raw_state
 from ..symbol import Symbol, var
-from ..symbol.gradient import build_gradient, head_grad_names
+from ..symbol.gradient import annotate_variables, build_gradient, head_grad_names
 from .hybrid_block import HybridBlock
 
 __all__ = ["TrainStep"]
@@ -87,7 +87,9 @@ MAX_PROGRAMS = 8
 class TrainStep:
     """A training step of ``net`` under ``loss_fn``, updated by ``trainer``; see the module
     docstring. ``step(data, *labels, batch_size=None)`` returns ``loss_fn``'s output (not
-    recorded); ``data`` may be a list or tuple for a net of several inputs. ``batch_size``
+    recorded), or with ``return_outputs=True`` the pair ``(loss, net output)`` (for metrics;
+    a list of NDArrays for a net of several outputs); ``data`` may be a list or tuple for a
+    net of several inputs. ``batch_size``
     (the ``trainer.step`` argument) defaults to this TrainStep's ``batch_size``, else to the
     first input's first dimension.
 
@@ -102,9 +104,11 @@ class TrainStep:
         ('imperative', 'the net is not hybridized (call net.hybridize())')
     """
 
-    def __init__(self, net, loss_fn, trainer, batch_size=None, ignore_stale_grad=False):
+    def __init__(self, net, loss_fn, trainer, batch_size=None, ignore_stale_grad=False,
+                 return_outputs=False):
         self.net, self.loss_fn, self.trainer = net, loss_fn, trainer
         self.batch_size, self.ignore_stale_grad = batch_size, ignore_stale_grad
+        self.return_outputs = return_outputs
         self.mode, self.reason = None, ""
         self._programs = collections.OrderedDict()
 
@@ -131,10 +135,11 @@ class TrainStep:
     # -- the loop as written ------------------------------------------------------------
     def _imperative(self, datas, labels, batch_size):
         with record():
-            loss = self.loss_fn(self.net(*datas), *labels)
+            out = self.net(*datas)
+            loss = self.loss_fn(out, *labels)
         loss.backward()
         self.trainer.step(batch_size, ignore_stale_grad=self.ignore_stale_grad)
-        return loss
+        return (loss, out) if self.return_outputs else loss
 
     def _why_imperative(self, inputs, params):
         """Why this call cannot run compiled ('' when it can)."""
@@ -193,9 +198,11 @@ class _StepProgram:
         syms = [var(n, shape=a.shape, dtype=np.dtype(a.dtype).name)
                 for n, a in zip(names, inputs)]
         with modes.training(True):
-            loss = step.loss_fn(step.net(*syms[:len(datas)]), *syms[len(datas):])
+            out = step.net(*syms[:len(datas)])
+            loss = step.loss_fn(out, *syms[len(datas):])
         if not isinstance(loss, Symbol) or len(loss._outputs) != 1:
             raise MXNetError("the loss must give one Symbol output")
+        shown = _entries(out) if step.return_outputs else []
         used = set(loss.list_arguments()) | set(loss.list_auxiliary_states())
         bound = {n: p for n, p in params.items() if n in used}
         wrt = [n for n, p in bound.items() if p.grad_req != "null"]
@@ -203,22 +210,27 @@ class _StepProgram:
                   **{n: p.shape for n, p in bound.items()}}
         dtypes = {**{n: np.dtype(a.dtype).name for n, a in zip(names, inputs)},
                   **{n: np.dtype(p.dtype).name for n, p in bound.items()}}
-        gradients = build_gradient(loss, wrt, shapes=shapes, dtypes=dtypes)
-        graph = Graph([*gradients.forward._outputs, *gradients.gradients._outputs])
-        head = head_grad_names(loss)[0]
+        whole = annotate_variables(Symbol([*loss._outputs, *shown]), shapes, dtypes)
+        forward = Symbol(whole._outputs[:1])
+        gradients = build_gradient(forward, wrt)  # its nodes are whole's: computed once
+        graph = Graph([*whole._outputs, *gradients.gradients._outputs])
         infer_types(graph, dtypes)
         infer_shapes(graph, shapes)
-        ctx = inputs[0].context
-        loss_key = graph.key(graph.outputs[0])
+        first = len(whole._outputs)  # outputs: the loss, the net's outputs, the gradients
         flags = {**step.net._flags, "data_inputs": tuple(names), "block": step.net.name,
-                 "written_outputs": tuple(range(1, 1 + len(wrt)))}
-        executable = compile_graph(graph, ctx, True, flags)
-        return cls(step, executable, ctx, names, head, bound, wrt,
-                   (graph.shapes[loss_key], graph.dtypes[loss_key]))
+                 "written_outputs": tuple(range(first, first + len(wrt)))}
+        executable = compile_graph(graph, inputs[0].context, True, flags)
+        loss_key = graph.key(graph.outputs[0])
+        program = cls(step, executable, inputs[0].context, names, bound, wrt,
+                      (graph.shapes[loss_key], graph.dtypes[loss_key]))
+        program.head, program.first_grad = head_grad_names(forward)[0], first
+        program.out_format = None if isinstance(out, Symbol) and len(shown) == 1 else len(shown)
+        return program
 
-    def __init__(self, step, executable, ctx, names, head, bound, wrt, loss_type):
-        self.executable, self.ctx, self.names, self.head = executable, ctx, names, head
+    def __init__(self, step, executable, ctx, names, bound, wrt, loss_type):
+        self.executable, self.ctx, self.names = executable, ctx, names
         self.bound, self.wrt = bound, wrt
+        self.head, self.first_grad, self.out_format = None, 1, None
         with ctx.scope():
             self.ones = ctx.xp.ones(loss_type[0], dtype=loss_type[1])
         self.update, self.update_reason = None, ""
@@ -246,7 +258,8 @@ class _StepProgram:
         weights = {n: p.data(self.ctx) for n, p in self.bound.items()}
         values.update((n, w._data) for n, w in weights.items())
         values[self.head] = self.ones
-        grads = {k + 1: self.bound[n].grad(self.ctx)._data for k, n in enumerate(self.wrt)}
+        grads = {self.first_grad + k: self.bound[n].grad(self.ctx)._data
+                 for k, n in enumerate(self.wrt)}
         rng = random_state.generator(self.ctx)
         update = None
         if not self.capture_reason:
@@ -260,7 +273,11 @@ class _StepProgram:
         else:
             outs = self.executable.run_into(values, grads, rng, epilogue=update)
             step.mode, step.reason = "captured", ""
-        return NDArray(outs[0], self.ctx)
+        loss = NDArray(outs[0], self.ctx)
+        if not step.return_outputs:
+            return loss
+        shown = [NDArray(o, self.ctx) for o in outs[1:self.first_grad]]
+        return loss, shown[0] if self.out_format is None else shown
 
     def _captured_update(self, step, batch_size, weights, grads):
         """The optimizer's bookkeeping of one ``trainer.step`` and the fused update holding
@@ -270,7 +287,7 @@ class _StepProgram:
         trained = [(trainer._param2idx[p.name], p.name) for p in trainer._params
                    if p.grad_req != "null"]
         indices = [index for index, _ in trained]
-        slot = {name: k + 1 for k, name in enumerate(self.wrt)}
+        slot = {name: self.first_grad + k for k, name in enumerate(self.wrt)}
         trainer._sync_parameters()
         updater = trainer._updater_for(self.ctx)
         optimizer._set_current_context(self.ctx.device_id)
@@ -293,6 +310,15 @@ class _StepProgram:
         counts = [optimizer._index_update_count[i] for i in indices]
         self.update.prepare(optimizer._get_lrs(indices), optimizer._get_wds(indices), counts)
         return self.update
+
+
+def _entries(out):
+    """The output entries of the net's output: a Symbol, or a list or tuple of them."""
+    if isinstance(out, Symbol):
+        return list(out._outputs)
+    if isinstance(out, (list, tuple)) and all(isinstance(o, Symbol) for o in out):
+        return [e for o in out for e in o._outputs]
+    raise MXNetError(f"the net gave a {type(out).__name__}, not Symbols")
 
 
 def _state_of(updater, optimizer, index, weight):

@@ -54,7 +54,7 @@ from ..ops.rules import known
 from .symbol import Symbol
 
 __all__ = ["gradient_symbol", "build_gradient", "plan_backward", "GradientGraph",
-           "BackwardPlan", "head_grad_names"]
+           "BackwardPlan", "head_grad_names", "annotate_variables"]
 
 
 class _KnownSymbol(Symbol):
@@ -110,8 +110,17 @@ def head_grad_names(symbol):
     return names
 
 
-def _annotated(symbol, shapes, dtypes):
-    """A copy of ``symbol`` whose variables carry ``__shape__``/``__dtype__`` from the maps."""
+def annotate_variables(symbol, shapes, dtypes):
+    """A copy of ``symbol`` whose variables carry ``__shape__``/``__dtype__`` from the maps
+    (``build_gradient`` of the copy needs no ``shapes``/``dtypes`` and makes no copy, so its
+    forward nodes are the copy's own).
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> y = annotate_variables(mx.sym.var("x") * 2, {"x": (3,)}, {"x": "float64"})
+        >>> y.infer_shape()[1], y.infer_type()[1]
+        ([(3,)], [<class 'numpy.float64'>])
+    """
     clone = copy.deepcopy(symbol)
     for node in clone._graph().variables:
         shape = shapes.get(node.name)
@@ -253,7 +262,7 @@ def build_gradient(symbol, wrt=None, *, shapes=None, dtypes=None):
         raise TypeError(f"gradient_symbol expects a Symbol, got {type(symbol).__name__}")
     wrt = _check_wrt(symbol, wrt)
     if shapes or dtypes:
-        symbol = _annotated(symbol, dict(shapes or {}), dict(dtypes or {}))
+        symbol = annotate_variables(symbol, dict(shapes or {}), dict(dtypes or {}))
     graph = symbol._graph()
     infer_shapes(graph, {k: tuple(v) for k, v in (shapes or {}).items() if v is not None})
     _infer_dtypes(graph, dtypes)
