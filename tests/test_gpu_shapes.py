@@ -6,6 +6,8 @@ size."""
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -77,7 +79,7 @@ def count_kernel_builds(monkeypatch):
 
 def test_new_batch_sizes_reuse_one_compiled_module_after_k_shapes(monkeypatch, tmp_path):
     monkeypatch.setenv("HYBRIDGPU_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime, "_SHAPED_MODULES", {})
+    monkeypatch.setattr(runtime, "_SHAPED_MODULES", collections.OrderedDict())
     sources = count_kernel_builds(monkeypatch)
     cpu_net, gpu_net = make_block(mx.cpu()), make_block(mx.gpu(0))
     rng = np.random.default_rng(0)
@@ -281,3 +283,18 @@ def test_shaped_window_and_reduce_kernels_compile_with_nvrtc_without_spills():
     report = nvrtc_check.compile_for_sm90(gpu.program.module_sources()[1])
     assert set(report.kernels) == {k.name for k in gpu.program.kernels}
     assert all(k.spill_bytes == 0 for k in report.kernels.values())
+
+
+def test_shaped_module_cache_keeps_the_most_recently_used(monkeypatch):
+    """Past ``MAX_SHAPED_MODULES`` sources the least recently used module is dropped (a
+    block's executables keep the functions they already got)."""
+    monkeypatch.setattr(runtime, "_SHAPED_MODULES", collections.OrderedDict())
+    monkeypatch.setattr(runtime, "MAX_SHAPED_MODULES", 2)
+    ctx = mx.gpu(0)
+    sources = [f'extern "C" __global__ void k{n}(float* x) {{ x[0] = {n}.0f; }}\n'
+               for n in range(3)]
+    first = runtime._shaped_module(ctx.xp, ctx, sources[0])
+    runtime._shaped_module(ctx.xp, ctx, sources[1])
+    assert runtime._shaped_module(ctx.xp, ctx, sources[0]) is first  # used again: kept
+    runtime._shaped_module(ctx.xp, ctx, sources[2])
+    assert [key[2] for key in runtime._SHAPED_MODULES] == [sources[0], sources[2]]

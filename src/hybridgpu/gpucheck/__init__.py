@@ -103,7 +103,8 @@ def _train_step_verdicts(row):
 
 
 def verdicts(rows, device=""):
-    """``[(target, measured, wanted, met | MISSED | not measured)]`` for result rows."""
+    """``[(target, measured, wanted, verdict)]`` for result rows; the verdict is ``met``,
+    ``MISSED``, ``not measured``, or ``reported`` for a ratio shown without a target."""
     out = []
     for row in rows:
         if "error" in row:

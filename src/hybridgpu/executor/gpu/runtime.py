@@ -42,6 +42,7 @@ Example (CuPy or the virtual GPU needed to run a program; here only what it woul
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import threading
@@ -458,9 +459,11 @@ def _compile_error(err, source):
 
 
 #: Modules of kernels that take their sizes as arguments, by (device, source): one compiled
-#: module serves every signature of a block that keeps seeing new shapes.
-_SHAPED_MODULES = {}
+#: module serves every signature of a block that keeps seeing new shapes. The least recently
+#: used are dropped past ``MAX_SHAPED_MODULES`` (an executable keeps the functions it got).
+_SHAPED_MODULES = collections.OrderedDict()
 _SHAPED_LOCK = threading.Lock()
+MAX_SHAPED_MODULES = 64
 
 
 def _shaped_module(xp, ctx, source):
@@ -471,6 +474,9 @@ def _shaped_module(xp, ctx, source):
             module = _SHAPED_MODULES[key] = _module(xp, source)
             for name in _kernel_names(source):  # compile now, under the lock, not per caller
                 module.get_function(name)
+        _SHAPED_MODULES.move_to_end(key)
+        while len(_SHAPED_MODULES) > MAX_SHAPED_MODULES:
+            _SHAPED_MODULES.popitem(last=False)
         return module
 
 
