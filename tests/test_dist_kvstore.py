@@ -43,10 +43,11 @@ def test_kv_api_across_two_workers(tmp_path):
         assert s["after_update"] == [5.0 - 0.5 * 2] * 3    # the sum of 2 workers' ones
 
 
-def test_two_workers_train_like_one_process(tmp_path):
+@pytest.mark.parametrize("how", [[], ["--train-step"]], ids=["loop", "train_step"])
+def test_two_workers_train_like_one_process(tmp_path, how):
     (tmp_path / "dist").mkdir()
     (tmp_path / "one").mkdir()
-    out = _run([PROGRAMS / "train_mlp.py", "dist_sync", tmp_path / "dist"])
+    out = _run([PROGRAMS / "train_mlp.py", "dist_sync", tmp_path / "dist", *how])
     assert out.returncode == 0, out.stderr
     single = subprocess.run([sys.executable, PROGRAMS / "train_mlp.py", "device",
                              tmp_path / "one"], capture_output=True, text=True, timeout=120,

@@ -3,7 +3,10 @@ kvstore ``dist_sync`` (each rank takes its slice of the batch) or alone with ``d
 whole batch). Each rank initializes with its own seed, so only the kvstore's broadcast makes
 the workers agree. Writes ``<out>/rank<r>.params``.
 
-    mpiexec -n 2 python train_mlp.py dist_sync OUT [--hang-rank R]
+    mpiexec -n 2 python train_mlp.py dist_sync OUT [--hang-rank R] [--train-step]
+
+``--train-step`` runs each step through ``gluon.TrainStep`` (one compiled program, then
+``trainer.step``, which all-reduces over the workers).
 """
 
 import argparse
@@ -29,6 +32,7 @@ def main():
     parser.add_argument("kvstore")
     parser.add_argument("out")
     parser.add_argument("--hang-rank", type=int, default=-1)
+    parser.add_argument("--train-step", action="store_true")
     args = parser.parse_args()
     trainer_kv = mx.kv.create(args.kvstore) if args.kvstore.startswith("dist") else "device"
     rank = trainer_kv.rank if not isinstance(trainer_kv, str) else 0
@@ -45,9 +49,14 @@ def main():
     trainer = gluon.Trainer(net.collect_params(), "sgd",
                             {"learning_rate": 0.1, "momentum": 0.9}, kvstore=trainer_kv)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    train_step = gluon.TrainStep(net, loss_fn, trainer, batch_size=BATCH)
     for step in range(STEPS):
         if rank == args.hang_rank and step == 2:
             time.sleep(120)  # a worker that stops answering
+        if args.train_step:
+            train_step(x, y)
+            assert train_step.mode == "compiled", train_step.reason
+            continue
         with autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()

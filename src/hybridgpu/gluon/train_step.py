@@ -218,7 +218,8 @@ class _StepProgram:
         infer_shapes(graph, shapes)
         first = len(whole._outputs)  # outputs: the loss, the net's outputs, the gradients
         flags = {**step.net._flags, "data_inputs": tuple(names), "block": step.net.name,
-                 "written_outputs": tuple(range(first, first + len(wrt)))}
+                 "written_outputs": tuple(range(first, first + len(wrt))),
+                 "static_output": False}  # the returned loss must outlive the next step
         executable = compile_graph(graph, inputs[0].context, True, flags)
         loss_key = graph.key(graph.outputs[0])
         program = cls(step, executable, inputs[0].context, names, bound, wrt,
