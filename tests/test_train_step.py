@@ -249,6 +249,20 @@ def test_deferred_initialization_runs_the_first_step_imperatively():
     assert _reason_after(step, x, y) == ("compiled", step.reason)
 
 
+def test_a_layer_added_later_is_trained_too():
+    net = _net(mx.cpu())
+    step = gluon.TrainStep(net, gluon.loss.L2Loss(), gluon.Trainer(net.collect_params(), "sgd"))
+    x, y = _batches(mx.cpu(), 1)[0]
+    step(x, nd.zeros((4, 3)))
+    net.add(gluon.nn.Dense(2, in_units=3))   # clears the net's traces: collected again
+    net[-1].initialize()
+    step.trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    before = net[-1].weight.data().asnumpy()
+    step(x, nd.zeros((4, 2)))
+    assert step.mode == "compiled", step.reason
+    assert not np.array_equal(before, net[-1].weight.data().asnumpy())
+
+
 def test_several_contexts_run_the_loop():
     ctxs = [mx.cpu(0), mx.cpu(1)]
     net = _net(ctxs)

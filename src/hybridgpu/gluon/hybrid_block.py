@@ -197,6 +197,8 @@ class HybridBlock(Block):
 
     def _clear_cache(self):
         if "_traces" in self.__dict__:
+            # counts the clears (a child added, a cast, hybridize): TrainStep re-collects
+            self.__dict__["_cache_version"] = self.__dict__.get("_cache_version", 0) + 1
             self._traces.clear()
             self._programs.clear()
             self._last_trace = None

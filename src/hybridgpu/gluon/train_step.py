@@ -111,6 +111,7 @@ class TrainStep:
         self.return_outputs = return_outputs
         self.mode, self.reason = None, ""
         self._programs = collections.OrderedDict()
+        self._collected = None  # (cache token, the Parameters by name)
 
     def __call__(self, data, *labels, batch_size=None):
         datas = list(data) if isinstance(data, (list, tuple)) else [data]
@@ -163,11 +164,18 @@ class TrainStep:
         return ""
 
     def _all_params(self):
-        """The Parameters of the net and the loss, by name (none of what is not a Block)."""
+        """The Parameters of the net and the loss, by name (none of what is not a Block);
+        collected again whenever either block's trace cache was cleared (a child added, a
+        cast, ``hybridize()``), else the last collection."""
+        token = tuple(getattr(b, "__dict__", {}).get("_cache_version")
+                      for b in (self.net, self.loss_fn))
+        if self._collected is not None and self._collected[0] == token:
+            return self._collected[1]
         found = {}
         for block in (self.net, self.loss_fn):
             if hasattr(block, "collect_params"):
                 found.update((p.name, p) for p in block.collect_params().values())
+        self._collected = (token, found)
         return found
 
     def _program(self, datas, labels, params):
