@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from hybridgpu import bench, bench_env
@@ -77,10 +78,27 @@ def test_blas_limit_sets_and_restores_the_thread_count():
 
 def test_workloads_for_applies_batch_to_batched_models_only():
     assert bench.workloads_for() == [("mlp", 1), ("mlp", 64), ("chain8", None),
-                                     ("resnet18_v1", 1)]
+                                     ("resnet18_v1", 1), ("mlp-train", 1)]
     assert bench.workloads_for(["mlp", "chain8"], 8) == [("mlp", 8), ("chain8", None)]
     with pytest.raises(ValueError, match="unknown model 'vgg'"):
         bench.workloads_for(["vgg"])
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_training_floor_does_the_math_of_a_training_step(batch):
+    """The mlp-train row's hand-written floor takes the step the Gluon loop takes (the same
+    weights after two steps), and its hybridized side is a TrainStep giving them too."""
+    from hybridgpu import cpu
+
+    work = bench.MODELS["mlp-train"][0](cpu(0), batch)
+    for _ in range(2):
+        work.imperative()
+        work.floor()
+    for layer, (w, b) in zip(work.net, work.floor.params):
+        np.testing.assert_allclose(layer.weight.data().asnumpy(), w, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(layer.bias.data().asnumpy(), b, rtol=1e-5, atol=1e-7)
+    work.hybridized()()
+    assert work.train_step.mode == "compiled", work.train_step.reason
 
 
 def test_measure_returns_median_within_its_spread():

@@ -4,7 +4,9 @@ table that says what it measured and where.
 
 Workloads: the seeds' MLP (Dense 256 relu, Dense 128 relu, Dense 2 on 512 features) at batch 1
 and 64; a chain of 8 elementwise ops (2^24 float32 on gpu, 2^20 on cpu); resnet18_v1 at batch 1
-(224x224 on gpu, 64x64 on cpu so that the cpu run stays short). Each time is the median, over
+(224x224 on gpu, 64x64 on cpu so that the cpu run stays short); and one training step of the
+MLP at batch 1 (``mlp-train``: the Gluon loop before ``hybridize()`` vs ``gluon.TrainStep`` on
+the hybridized net, one CUDA graph on gpu). Each time is the median, over
 ``--repeat`` timed repeats, of the mean time of many calls (after a warm-up); the min and max of
 the repeats show the spread. On cpu the BLAS thread count is fixed with threadpoolctl (default 1:
 on a small shared machine more threads oversubscribe the cores and the numbers swing).
@@ -26,7 +28,7 @@ import time
 
 import numpy as np
 
-from . import gluon, nd
+from . import autograd, gluon, nd
 from .bench_env import blas_limit, device_choice, environment
 from .context import cpu
 
@@ -119,11 +121,89 @@ def _resnet(ctx, batch):
     return net, x, None
 
 
-#: model -> (builder(ctx, batch) -> (net, x, floor or None), default batches, row name)
+def _momentum_sgd_floor(xp, params, x, label, lr=1e-3, momentum=0.9):
+    """One training step of the MLP by hand in ``xp`` (NumPy or CuPy): forward, softmax
+    cross-entropy's gradient, backward, SGD with momentum over ``params`` (``[(weight,
+    bias)]`` raw arrays)."""
+    moms = [(xp.zeros_like(w), xp.zeros_like(b)) for w, b in params]
+    onehot = xp.eye(params[-1][0].shape[0], dtype=x.dtype)[label.astype(np.int64)]
+
+    def step():
+        acts = [x]
+        for i, (w, b) in enumerate(params):
+            h = acts[-1] @ w.T + b
+            acts.append(xp.maximum(h, 0) if i < len(params) - 1 else h)
+        e = xp.exp(acts[-1] - acts[-1].max(axis=1, keepdims=True))
+        grad = e / e.sum(axis=1, keepdims=True) - onehot
+        for i in range(len(params) - 1, -1, -1):
+            w, b = params[i]
+            gw, gb = grad.T @ acts[i], grad.sum(axis=0)
+            if i:
+                grad = (grad @ w) * (acts[i] > 0)
+            for value, g, mom in ((w, gw, moms[i][0]), (b, gb, moms[i][1])):
+                mom *= momentum
+                mom -= lr * g / x.shape[0]
+                value += mom
+
+    step.params = params
+    return step
+
+
+def _mlp_train(ctx, batch):
+    net, x, _ = _mlp(ctx, batch)
+    label = nd.array(np.random.RandomState(1).randint(0, 2, batch).astype(np.float32), ctx=ctx)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1e-3,
+                                                          "momentum": 0.9})
+
+    def imperative():
+        with autograd.record():
+            loss = loss_fn(net(x), label)
+        loss.backward()
+        trainer.step(batch)
+
+    def hybridized():
+        net.hybridize()
+        work.train_step = gluon.TrainStep(net, loss_fn, trainer)
+        return lambda: work.train_step(x, label)
+
+    raw = [(d.weight.data(ctx).handle.copy(), d.bias.data(ctx).handle.copy()) for d in net]
+    floor = _momentum_sgd_floor(ctx.xp, raw, x.handle, label.handle)
+    work = Workload(imperative, hybridized, floor, x.shape)
+    work.net = net
+    return work
+
+
+class Workload:
+    """What a row times: ``imperative()``, ``hybridized()`` (called once, after the
+    imperative timing: returns the hybridized callable), a hand-written ``floor`` (or None)
+    and the input's ``shape``."""
+
+    def __init__(self, imperative, hybridized, floor, shape):
+        self.imperative, self.hybridized, self.floor = imperative, hybridized, floor
+        self.shape = tuple(shape)
+
+
+def _forward(builder):
+    """A builder of ``(net, x, floor)`` as a builder of the Workload timing ``net(x)``."""
+    def build(ctx, batch):
+        net, x, floor = builder(ctx, batch)
+
+        def hybridized():
+            net.hybridize()
+            return lambda: net(x)
+
+        return Workload(lambda: net(x), hybridized, floor, x.shape)
+
+    return build
+
+
+#: model -> (builder(ctx, batch) -> Workload, default batches, row name)
 MODELS = {
-    "mlp": (_mlp, (1, 64), "mlp-batch{batch}"),
-    "chain8": (_chain, (None,), "chain8-elementwise"),
-    "resnet18_v1": (_resnet, (1,), "resnet18_v1-batch{batch}"),
+    "mlp": (_forward(_mlp), (1, 64), "mlp-batch{batch}"),
+    "chain8": (_forward(_chain), (None,), "chain8-elementwise"),
+    "resnet18_v1": (_forward(_resnet), (1,), "resnet18_v1-batch{batch}"),
+    "mlp-train": (_mlp_train, (1,), "mlp-train-batch{batch}"),
 }
 
 
@@ -142,14 +222,13 @@ def workloads_for(models=None, batch=None):
 
 def _time_row(model, batch, ctx, repeat, quick):
     build, _, row_name = MODELS[model]
-    net, x, floor = build(ctx, batch or 1)
-    t_floor = measure(floor, ctx, repeat, quick) if floor else None
-    t_imp = measure(lambda: net(x), ctx, repeat, quick)
-    net.hybridize()
-    t_hyb = measure(lambda: net(x), ctx, repeat, quick)
+    work = build(ctx, batch or 1)
+    t_floor = measure(work.floor, ctx, repeat, quick) if work.floor else None
+    t_imp = measure(work.imperative, ctx, repeat, quick)
+    t_hyb = measure(work.hybridized(), ctx, repeat, quick)
     us = 1e6
     return {"workload": row_name.format(batch=batch), "device": str(ctx),
-            "input_shape": list(x.shape), "repeats": repeat,
+            "input_shape": list(work.shape), "repeats": repeat,
             "floor_us": None if t_floor is None else t_floor[0] * us,
             "floor_spread_us": None if t_floor is None else [t_floor[1] * us, t_floor[2] * us],
             "imperative_us": t_imp[0] * us, "imperative_spread_us": [t_imp[1] * us, t_imp[2] * us],
@@ -204,6 +283,12 @@ def format_table(rows):
         "  imperative  net(x) before hybridize(): hybrid_forward runs op by op",
         "  hybridized  net(x) after hybridize(): traced once, compiled (cpu: one generated NumPy "
         "function), replayed",
+        "  mlp-train   one training step (record, forward, softmax cross-entropy, backward, SGD "
+        "momentum):",
+        "              imperative = the Gluon loop before hybridize(); hybridized = "
+        "gluon.TrainStep on the",
+        "              hybridized net (one compiled program; on gpu one CUDA graph with the "
+        "update)",
         "  speedup     imperative median / hybridized median (above 1x: hybridizing is faster)",
     ]
     return "\n".join(lines)
