@@ -167,3 +167,41 @@ def test_train_step_target_refuses_modes_that_disagree(monkeypatch):
 
     [row] = run_targets(mx.cpu(), quick=True, only=["train_step"])
     assert "differ from imperative" in row["error"] and "imperative" not in row
+
+
+_SHARD_FILES = {
+    "test_ok.py": "import pytest\n\n@pytest.mark.gpu\ndef test_a():\n    pass\n\n"
+                  "@pytest.mark.gpu\ndef test_b():\n    pass\n\ndef test_not_gpu():\n"
+                  "    pass\n",
+    "test_bad.py": "import pytest\n\n@pytest.mark.gpu\ndef test_broken():\n"
+                   "    assert 1 == 2\n",
+    "test_skip.py": "import pytest\n\n@pytest.mark.gpu\ndef test_s():\n"
+                    "    pytest.skip('no')\n",
+    "test_none.py": "def test_plain():\n    pass\n",  # no gpu test: not even collected
+}
+
+
+def test_gpu_tests_run_in_shards_and_add_up(tmp_path):
+    from hybridgpu.gpucheck.gpu_tests import run_gpu_tests
+
+    for name, text in _SHARD_FILES.items():
+        (tmp_path / name).write_text(text)
+    result = run_gpu_tests(timeout=120, shards=2, tests=str(tmp_path),
+                           extra=["-W", "ignore::pytest.PytestUnknownMarkWarning"])
+    assert result["counts"] == {"passed": 2, "failed": 1, "skipped": 1, "deselected": 1}
+    assert result["returncode"] == 1 and "in 2 shards" in result["summary"]
+    assert "FAILED" in result["tail"] and "test_broken" in result["tail"]
+
+
+def test_a_shard_past_the_deadline_is_killed_and_said(tmp_path):
+    from hybridgpu.gpucheck.gpu_tests import run_gpu_tests
+
+    (tmp_path / "test_slow.py").write_text(
+        "import time\nimport pytest\n\n@pytest.mark.gpu\ndef test_slow():\n"
+        "    time.sleep(60)\n")
+    (tmp_path / "test_ok.py").write_text(_SHARD_FILES["test_ok.py"])
+    result = run_gpu_tests(timeout=8, shards=2, tests=str(tmp_path),
+                           extra=["-W", "ignore::pytest.PytestUnknownMarkWarning"])
+    assert result["returncode"] == "timeout"
+    assert "1 shard(s) killed at the 8 s deadline" in result["summary"]
+    assert result["counts"].get("passed") == 2

@@ -1,6 +1,8 @@
 """``python -m hybridgpu gpucheck``: one call on a lent GPU checks and times everything.
 
-1. runs ``pytest -m gpu`` on the device (from the source tree's ``tests/``, when there is one);
+1. runs ``pytest -m gpu`` on the device (from the source tree's ``tests/``, when there is one),
+   in parallel shards so that the kernels' NVRTC compiles use every core
+   (``gpucheck.gpu_tests``);
 2. times the GPU targets (``gpucheck.targets``) beside PyTorch eager and PyTorch CUDA-graph
    replay and the floor of a call from Python, with CUDA events, warm-up and medians;
 3. writes one JSON under ``benchmarks/results/`` (device, driver, CUDA, CuPy, NumPy and torch
@@ -21,52 +23,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 
 from ..serialization.ndarray_file import _atomic_write
 from .environment import describe
+from .gpu_tests import run_gpu_tests
 from .targets import TARGETS, run_targets
 
 __all__ = ["main", "verdicts", "run_gpu_tests"]
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-
-
-def _gpu_test_files(tests):
-    """The test files that hold gpu-marked tests (the others are not even collected, so a
-    package the GPU machine lacks and only they need cannot stop the run)."""
-    files = []
-    for name in sorted(os.listdir(tests)):
-        if name.startswith("test_") and name.endswith(".py"):
-            with open(os.path.join(tests, name), encoding="utf-8") as f:
-                if "mark.gpu" in f.read():
-                    files.append(os.path.join(tests, name))
-    return files
-
-
-def run_gpu_tests(timeout=300, extra=()):
-    """``pytest -m gpu`` over the files with gpu tests, in a subprocess;
-    ``{returncode, summary, tail}``. The project's pytest options that need plugins the GPU
-    machine may lack (pytest-benchmark, hypothesis) are overridden; property tests skip
-    there without hypothesis (``tests/optional_hypothesis.py``)."""
-    tests = os.path.join(_ROOT, "tests")
-    if not os.path.isdir(tests):
-        return {"returncode": None, "summary": "no tests/ folder beside the package"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
-           "-o", "addopts=-rfE", "--continue-on-collection-errors",
-           *_gpu_test_files(tests), *extra]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=_ROOT)
-    except subprocess.TimeoutExpired as err:
-        tail = (err.stdout or b"")[-2000:]
-        return {"returncode": "timeout", "summary": f"over {timeout} s",
-                "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
-    lines = [ln for ln in out.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
-    return {"returncode": out.returncode, "summary": lines[-1] if lines else "no summary",
-            "tail": out.stdout[-4000:]}
 
 
 def _ratio(a, b):
@@ -149,6 +116,8 @@ def main(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--skip-tests", action="store_true", help="only the timings")
+    parser.add_argument("--test-timeout", type=int, default=420,
+                        help="seconds for the gpu tests, all shards together (default 420)")
     parser.add_argument("--only", nargs="+", choices=list(TARGETS), help="these targets")
     parser.add_argument("--out", default=os.path.join(_ROOT, "benchmarks", "results"),
                         help="folder for the JSON result")
@@ -161,7 +130,8 @@ def main(argv=None):
         return 2
     ctx = gpu(0)
     env = describe(ctx.xp)
-    tests = {"summary": "skipped"} if args.skip_tests else run_gpu_tests()
+    tests = {"summary": "skipped"} if args.skip_tests else run_gpu_tests(args.test_timeout)
+    print(f"gpu tests: {tests['summary']}", file=sys.stderr, flush=True)
     rows = run_targets(ctx, quick=args.quick, only=args.only,
                        progress=lambda m: print(m, file=sys.stderr, flush=True))
     results = {"environment": env, "tests": tests, "targets": rows,
