@@ -313,6 +313,16 @@ def test_dropout_draws_a_new_mask_every_step():
 
 # -- gpu: the captured step ------------------------------------------------------------------
 
+def _twin_steps(ctx, rule):
+    """Two nets with the same weights: a TrainStep that captures its fused update, and one
+    that updates per parameter through ``trainer.step`` (the reference)."""
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    nets = [_net(ctx) for _ in range(2)]
+    steps = [gluon.TrainStep(n, loss_fn, _trainer(n, rule, fused))
+             for n, fused in zip(nets, (True, False))]
+    return nets, steps
+
+
 def _captures(step):
     return [p.executable.captures for p in step._programs.values()]
 
@@ -397,10 +407,7 @@ def test_a_scheduler_and_clip_changes_are_seen(gpu_available):
 @pytest.mark.gpu
 def test_replaced_parameter_arrays_recapture(gpu_available):
     ctx = gpu_available
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    nets = [_net(ctx) for _ in range(2)]
-    steps = [gluon.TrainStep(n, loss_fn, _trainer(n, "sgd_mom", fused))
-             for n, fused in zip(nets, (True, False))]
+    nets, steps = _twin_steps(ctx, "sgd_mom")
     batches = _batches(ctx, 4)
     for n, batch in enumerate(batches):
         if n == 2:
@@ -453,10 +460,7 @@ def test_captured_dropout_draws_a_new_mask_every_replay(gpu_available):
 @pytest.mark.gpu
 def test_loaded_optimizer_states_are_what_the_replay_updates(gpu_available, tmp_path):
     ctx = gpu_available
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    nets = [_net(ctx) for _ in range(2)]
-    steps = [gluon.TrainStep(n, loss_fn, _trainer(n, "adam", fused))
-             for n, fused in zip(nets, (True, False))]
+    nets, steps = _twin_steps(ctx, "adam")
     batches = _batches(ctx, 5)
     for n, batch in enumerate(batches):
         for k, step in enumerate(steps):
