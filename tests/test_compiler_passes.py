@@ -184,6 +184,27 @@ def test_decomposed_batchnorm_matches_the_op_bit_for_bit(dtype, fix_gamma):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("fix_gamma", [True, False])
+def test_float16_batchnorm_with_float32_statistics_decomposes_bit_for_bit(fix_gamma):
+    """``net.cast('float16')`` keeps BatchNorm's parameters float32: the pieces run in float32
+    between two Casts, as the op computes, instead of the op staying whole (eager on gpu)."""
+    rng = np.random.default_rng(1)
+    x = sym.var("x")
+    g = Graph(sym.BatchNorm(x, fix_gamma=fix_gamma, name="bn")._outputs)
+    params = ("bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var")
+    infer_types(g, {"x": "float16", **dict.fromkeys(params, "float32")})
+    infer_shapes(g, {"x": (2, 3, 4)})
+    arrays = {"x": rng.normal(size=(2, 3, 4)).astype(np.float16),
+              "bn_gamma": rng.normal(size=3), "bn_beta": rng.normal(size=3),
+              "bn_moving_mean": rng.normal(size=3), "bn_moving_var": rng.uniform(0.5, 2, 3)}
+    arrays = {k: v if k == "x" else v.astype(np.float32) for k, v in arrays.items()}
+    split = passes.decompose(g)
+    assert "BatchNorm" not in str(split) and str(split).count("Cast") == 2
+    got, want = evaluate(split, arrays, np)[0], evaluate(g, arrays, np)[0]
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+
+
 def test_training_batchnorm_stays_unless_it_uses_global_stats():
     x = sym.var("x")
     g = typed(sym.BatchNorm(x, name="bn"), {"x": (2, 3)})

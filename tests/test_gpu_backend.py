@@ -262,19 +262,26 @@ def test_convolution_matches_cpu(kernel, stride, pad, groups, channels):
     assert bool(gemms) == (groups == 1)
 
 
-@pytest.mark.parametrize("name", ["resnet18_v1", "mobilenet0.25"])
-def test_zoo_models_run_as_one_captured_segment_and_equal_cpu(name):
+@pytest.mark.parametrize("name,dtype", [("resnet18_v1", "float32"), ("mobilenet0.25", "float32"),
+                                        ("resnet18_v1", "float16")])
+def test_zoo_models_run_as_one_captured_segment_and_equal_cpu(name, dtype):
+    """float32, and float16 after ``net.cast('float16')`` (GemmEx, float32 sums; BatchNorm's
+    float32 statistics decomposed between Casts): one captured segment, equal to cpu."""
     from hybridgpu.gluon.model_zoo import vision
 
     net = vision.get_model(name, classes=10)
     net.initialize(mx.init.Xavier(), ctx=mx.cpu())
-    data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
-    want = net(mx.nd.array(data)).asnumpy()
+    net.cast(dtype)
+    data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 32, 32)).astype(dtype)
+    want = net(mx.nd.array(data, dtype=dtype)).asnumpy().astype(np.float32)
     net.collect_params().reset_ctx(mx.gpu(0))
     net.hybridize()
-    x = mx.nd.array(data, ctx=mx.gpu(0))
+    x = mx.nd.array(data, ctx=mx.gpu(0), dtype=dtype)
+    tol = 1e-4 if dtype == "float32" else 3e-3
     for _ in range(2):
-        np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-4, atol=1e-4)
+        got = net(x).asnumpy()
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=tol, atol=tol)
     exe = next(iter(net._traces.values())).executable
     assert [k for k, _ in exe.program.segments()] == ["graph"]
 
@@ -591,3 +598,58 @@ def test_written_outputs_go_straight_into_the_callers_arrays():
     assert exe.captures == 3  # new destination arrays each call
     with pytest.raises(mx.MXNetError, match=r"outputs \[0, 1\] are written straight"):
         exe(inputs)
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+def test_float16_dense_layers_are_kernels_and_gemms_summing_in_float32(batch):
+    """A float16 MLP: at batch 1 three GEMV kernels (float32 sums, bias and relu in float32,
+    rounded once), at batch 16 cuBLAS GemmEx with CUBLAS_COMPUTE_32F; no eager step, one
+    captured segment, equal to cpu (whose float16 dot also sums in float32) within 2e-3."""
+    nets = {}
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        mx.random.seed(0)
+        net = nets[ctx.device_type] = seed_mlp(ctx)
+        net.cast("float16")
+        net.hybridize()
+    x = np.random.default_rng(1).standard_normal((batch, 20)).astype(np.float16)
+    want = nets["cpu"](mx.nd.array(x, dtype="float16")).asnumpy()
+    for _ in range(2):  # eager first call, then the replay
+        got = nets["gpu"](mx.nd.array(x, ctx=mx.gpu(0), dtype="float16")).asnumpy()
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
+                                   atol=2e-3)
+    program = nets["gpu"]._last_trace.executable.program
+    kinds = {type(s).__name__ for s in program.steps}
+    assert "Eager" not in kinds and [k for k, _ in program.segments()] == ["graph"]
+    assert ("Gemm" in kinds) == (batch > 1)
+
+
+def test_float16_batch_dot_is_a_strided_batched_gemm_ex():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    out = mx.sym.batch_dot(a, b, transpose_b=True)
+    exe = check_against_cpu(out, {"a": (3, 4, 5), "b": (3, 6, 5)}, ["Gemm"], rtol=2e-3,
+                            atol=2e-3, dtype="float16")
+    gemm = next(s for s in exe.program.steps if isinstance(s, Gemm))
+    assert (gemm.dtype, gemm.batch) == ("float16", 3)
+
+
+@pytest.mark.parametrize("kernel,stride,pad,groups,channels", [
+    ((3, 3), (2, 2), (1, 1), 1, 3),     # im2col + GemmStridedBatchedEx + bias
+    ((3, 3), (1, 1), (1, 1), 6, 6),     # depthwise: direct kernel, float accumulation
+])
+def test_float16_convolution_and_its_gradients_match_cpu(kernel, stride, pad, groups, channels):
+    """float16 convolution, its data gradient (Deconvolution: GEMM + col2im) and its weight
+    gradient (im2col + GEMM): kernels and GemmEx summing in float32, no eager step."""
+    x, w, b, g = (mx.sym.var(n) for n in ("x", "w", "b", "g"))
+    geom = {"kernel": kernel, "stride": stride, "pad": pad, "num_group": groups}
+    conv = mx.sym.Convolution(x, w, b, num_filter=6, **geom)
+    parts = [conv]
+    if groups == 1:
+        parts += [mx.sym.Deconvolution(g, w, num_filter=channels, adj=(1, 1), no_bias=True,
+                                       **geom),
+                  mx.sym._backward_Convolution_weight(g, x, num_filter=6, **geom)]
+    shapes = {"x": (2, channels, 6, 6), "w": (6, channels // groups, *kernel), "b": (6,),
+              "g": (2, 6, *((3, 3) if stride == (2, 2) else (6, 6)))}
+    exe = check_against_cpu(mx.sym.Group(parts), shapes, ["Launch"], rtol=3e-3, atol=3e-3,
+                            dtype="float16")
+    assert all(s.dtype == "float16" for s in exe.program.steps if isinstance(s, Gemm))

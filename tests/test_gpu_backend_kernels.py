@@ -270,6 +270,9 @@ def _graphs_for_nvrtc():
                                   mx.sym.max(x, axis=1), mx.sym.mean(x)]),
                     {"data": (6, 10)}, "float64"), False
     yield optimized(mx.sym.Dropout(x, p=0.3), {"data": (40,)}, is_train=True), True
+    w, bias = mx.sym.var("w"), mx.sym.var("bias")
+    fc = mx.sym.relu(mx.sym.FullyConnected(x, w, bias, num_hidden=8))  # a float16 GEMV
+    yield optimized(fc, {"data": (2, 20), "w": (8, 20), "bias": (8,)}, "float16"), False
     index = mx.sym.var("index")
     picked = mx.sym.pick(x, index, axis=1, mode="wrap")
     yield optimized(mx.sym.Group([picked, mx.sym._backward_pick(picked, index, x, axis=1)]),

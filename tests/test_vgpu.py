@@ -262,6 +262,28 @@ def test_cublas_strided_batched_is_recorded_under_capture(xp):
     np.testing.assert_allclose(xp.asnumpy(c), want)
 
 
+def test_cublas_gemm_ex_sums_float16_in_float32_and_refuses_other_types(xp):
+    """``cublasGemmEx`` with float16 operands and result and CUBLAS_COMPUTE_32F: the products
+    summed in float32, rounded once; any other type combination is refused by name."""
+    lib = xp.virtual_cublas_library()
+    handle = ctypes.c_void_p()
+    lib.cublasCreate_v2(ctypes.addressof(handle))
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 3)).astype(np.float16)  # column-major 3 x 64 (m x k)
+    b = rng.standard_normal((2, 64)).astype(np.float16)  # column-major 64 x 2 (k x n)
+    A, B, C = xp.asarray(a), xp.asarray(b), xp.zeros((2, 3), xp.float16)
+    one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    args = (handle.value, 0, 0, 3, 2, 64, ctypes.addressof(one), A.data.ptr, 2, 3, B.data.ptr,
+            2, 64, ctypes.addressof(zero), C.data.ptr, 2, 3)
+    assert lib.cublasGemmEx(*args, 68, -1) == 0
+    want = (a.astype(np.float32).T @ b.astype(np.float32).T).T.astype(np.float16)
+    np.testing.assert_array_equal(xp.asnumpy(C), want)
+    with pytest.raises(ValueError, match="only float16 operands"):
+        lib.cublasGemmEx(*args[:8], 0, *args[9:], 68, -1)  # A as float32
+    with pytest.raises(ValueError, match="only float16 operands"):
+        lib.cublasGemmEx(*args, 64, -1)  # CUBLAS_COMPUTE_16F
+
+
 # -- hybridgpu on the virtual GPU ----------------------------------------------------------------
 
 def test_environment_variable_makes_mx_gpu_virtual():

@@ -94,11 +94,12 @@ class VirtualCublas:
                              "(CUBLAS_STATUS_NOT_INITIALIZED)")
 
     def _gemm(self, dtype, name, handle, ta, tb, m, n, k, alpha_ptr, a, lda, stride_a, b, ldb,
-              stride_b, beta_ptr, c, ldc, stride_c, batch):
+              stride_b, beta_ptr, c, ldc, stride_c, batch, compute=None):
         self._check(handle, name)
         if ta not in (0, 1) or tb not in (0, 1):
             raise ValueError(f"{name}: transa/transb must be 0 (N) or 1 (T), got {ta}, {tb}")
-        scalar = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+        compute = dtype if compute is None else compute
+        scalar = ctypes.c_float if compute == np.float32 else ctypes.c_double
         alpha = scalar.from_address(alpha_ptr).value
         beta = scalar.from_address(beta_ptr).value
         size = dtype.itemsize
@@ -115,8 +116,8 @@ class VirtualCublas:
 
         def run():
             for A, B, C, _ in mats:
-                product = alpha * (A @ B)
-                C[...] = product if beta == 0 else product + beta * C
+                product = alpha * (A.astype(compute, copy=False) @ B.astype(compute, copy=False))
+                C[...] = product if beta == 0 else product + beta * C.astype(compute)
 
         streams.stream_from_ptr(self._streams[handle]).submit(streams.Step(what, run, pointers))
         return 0
@@ -139,7 +140,32 @@ class VirtualCublas:
         return self._gemm(np.dtype(np.float64), "cublasDgemmStridedBatched", h, ta, tb, m, n, k,
                           alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch)
 
+    def _ex_types(self, name, atype, btype, ctype, compute, algo):
+        """The dtype of a ``cublasGemmEx``-family call: float16 operands and result with
+        ``CUBLAS_COMPUTE_32F`` (the one combination the backend uses), else ValueError."""
+        if (atype, btype, ctype) != (_CUDA_R_16F,) * 3 or compute != _CUBLAS_COMPUTE_32F:
+            raise ValueError(f"{name}: only float16 operands and result (cudaDataType 2) with "
+                             f"CUBLAS_COMPUTE_32F (68) are offered here, got types "
+                             f"{(atype, btype, ctype)} and compute {compute}")
+        if algo != -1:
+            raise ValueError(f"{name}: algo {algo}: only CUBLAS_GEMM_DEFAULT (-1) is offered")
+        return np.dtype(np.float16)
 
+    def cublasGemmEx(self, h, ta, tb, m, n, k, alpha, A, atype, lda, B, btype, ldb, beta, C,
+                     ctype, ldc, compute, algo):
+        dtype = self._ex_types("cublasGemmEx", atype, btype, ctype, compute, algo)
+        return self._gemm(dtype, "cublasGemmEx", h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb,
+                          0, beta, C, ldc, 0, 1, compute=np.dtype(np.float32))
+
+    def cublasGemmStridedBatchedEx(self, h, ta, tb, m, n, k, alpha, A, atype, lda, sa, B, btype,
+                                   ldb, sb, beta, C, ctype, ldc, sc, batch, compute, algo):
+        name = "cublasGemmStridedBatchedEx"
+        dtype = self._ex_types(name, atype, btype, ctype, compute, algo)
+        return self._gemm(dtype, name, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta,
+                          C, ldc, sc, batch, compute=np.dtype(np.float32))
+
+
+_CUDA_R_16F, _CUBLAS_COMPUTE_32F = 2, 68
 _library = [None]
 
 

@@ -8,6 +8,8 @@ their neighbours.
   This is the op's own arithmetic in the op's order, so results match it bit for bit (the
   shorter ``x * scale + shift`` form saves one operation but loses precision where ``x`` is
   close to the mean). The big operations then fuse with what follows (ReLU, a residual add).
+  float16 data with float32 statistics (``net.cast('float16')`` keeps BatchNorm's parameters
+  in float32, as MXNet) is cast to float32 first and the result back, as the op computes.
 * **GEMM bias**: a FullyConnected, Convolution or Deconvolution with a bias whose only reader
   is an elementwise op becomes the op without bias plus ``broadcast_add(y, bias)``, so the
   bias add and the activation after it run as one fused epilogue.
@@ -65,14 +67,19 @@ def _bn_applies(graph, i, node, readers, is_train):
         return False
     if any(readers.get((i, k)) for k in (1, 2)):
         return False
-    dtypes = {graph.dtypes.get(graph.key(e)) for e in node.inputs}
-    return None not in dtypes and len(dtypes) == 1  # else the op casts, the pieces would not
+    params = {graph.dtypes.get(graph.key(e)) for e in node.inputs[1:]}
+    data = graph.dtypes.get(graph.key(node.inputs[0]))
+    return None not in params and data is not None and len(params) == 1
 
 
 def _batchnorm(graph, i, node, rw):
     a, shape = node.attrs, graph.shapes[(i, 0)]
     x, gamma, beta, mean, var = (rw.entry(e) for e in node.inputs)
     n, ax = node.name, normalize_axis(a["axis"], len(shape), node.op.name)
+    data_dtype = str(graph.dtypes[graph.key(node.inputs[0])])
+    param_dtype = str(graph.dtypes[graph.key(node.inputs[3])])
+    if data_dtype != param_dtype:  # float16 data, float32 statistics: computed as the op does
+        x = Entry(make_node("Cast", f"{n}_data_cast", [x], dtype=param_dtype), 0)
     plus = Entry(make_node("_plus_scalar", f"{n}_var_eps", [var], scalar=a["eps"],
                            is_int=False), 0)
     scale = Entry(make_node("rsqrt", f"{n}_invstd", [plus]), 0)
@@ -84,6 +91,8 @@ def _batchnorm(graph, i, node, rw):
                        [Entry(centered, 0), _along(scale, f"{n}_scale_c", shape, ax)])
     out = make_node("broadcast_add", f"{n}_shift",
                     [Entry(scaled, 0), _along(beta, f"{n}_beta_c", shape, ax)])
+    if data_dtype != param_dtype:
+        out = make_node("Cast", f"{n}_out_cast", [Entry(out, 0)], dtype=data_dtype)
     rw.replace(node, 0, Entry(out, 0))
     return True
 

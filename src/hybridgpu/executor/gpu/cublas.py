@@ -10,7 +10,10 @@ them again at replay).
 
 Math: float32 GEMMs compute in float32 (``CUBLAS_DEFAULT_MATH``). TF32 tensor cores are used
 only when the user opts in: ``HYBRIDGPU_ALLOW_TF32=1`` in the environment, or
-``hybridize(..)`` flags ``{"allow_tf32": True}`` passed to ``compile_graph``.
+``hybridize(..)`` flags ``{"allow_tf32": True}`` passed to ``compile_graph``. float16 GEMMs go
+through ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx`` with float16 operands and result and
+``CUBLAS_COMPUTE_32F`` (products summed in float32, rounded once to float16: MXNet's float16
+layers do the same), on tensor cores.
 
 Example:
     >>> import numpy as np
@@ -43,8 +46,14 @@ _SIGNATURES = {
                                   _I, _L, _I],
     "cublasDgemmStridedBatched": [_P, _I, _I, _I, _I, _I, _P, _P, _I, _L, _P, _I, _L, _P, _P,
                                   _I, _L, _I],
+    "cublasGemmEx": [_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _P, _I, _I, _P, _P, _I, _I, _I,
+                     _I],
+    "cublasGemmStridedBatchedEx": [_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _L, _P, _I, _I, _L,
+                                   _P, _P, _I, _I, _L, _I, _I, _I],
 }
 _SCALAR = {"float32": ctypes.c_float, "float64": ctypes.c_double}
+#: cudaDataType of each dtype the Ex GEMMs take, and their compute type and algorithm.
+CUDA_R_16F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT = 2, 68, -1
 
 
 def tf32_allowed(flags=None):
@@ -116,6 +125,8 @@ class Cublas:
     def gemm(self, step, a_ptr, b_ptr, c_ptr):
         """Run (or, under capture, record) the ``Gemm`` step on these device pointers."""
         s = step
+        if s.dtype == "float16":
+            return self._gemm_ex(s, a_ptr, b_ptr, c_ptr)
         alpha, beta = self._scalar(s.dtype, s.alpha), self._scalar(s.dtype, s.beta)
         prefix = "cublasS" if s.dtype == "float32" else "cublasD"
         if s.batch > 1:
@@ -125,6 +136,20 @@ class Cublas:
         else:
             self._check(f"{prefix}gemm_v2", self.handle, s.transa, s.transb, s.m, s.n, s.k,
                         alpha, a_ptr, s.lda, b_ptr, s.ldb, beta, c_ptr, s.ldc)
+
+    def _gemm_ex(self, s, a_ptr, b_ptr, c_ptr):
+        """A float16 GEMM summed in float32 (alpha and beta are float32 scalars)."""
+        alpha, beta = self._scalar("float32", s.alpha), self._scalar("float32", s.beta)
+        half = CUDA_R_16F
+        if s.batch > 1:
+            self._check("cublasGemmStridedBatchedEx", self.handle, s.transa, s.transb, s.m,
+                        s.n, s.k, alpha, a_ptr, half, s.lda, s.stride_a, b_ptr, half, s.ldb,
+                        s.stride_b, beta, c_ptr, half, s.ldc, s.stride_c, s.batch,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+        else:
+            self._check("cublasGemmEx", self.handle, s.transa, s.transb, s.m, s.n, s.k, alpha,
+                        a_ptr, half, s.lda, b_ptr, half, s.ldb, beta, c_ptr, half, s.ldc,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
 
     def close(self):
         """Destroy the handle (once)."""

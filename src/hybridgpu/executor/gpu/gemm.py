@@ -27,7 +27,7 @@ from .program import Gemm
 
 __all__ = ["row_major_gemm", "GEMM_SHAPES", "fully_connected", "dot", "batch_dot"]
 
-GEMM_DTYPES = frozenset({"float32", "float64"})
+GEMM_DTYPES = frozenset({"float16", "float32", "float64"})
 
 
 def row_major_gemm(dtype, m, n, k, a, trans_a, b, trans_b, c, batch=1, node=-1):

@@ -36,7 +36,7 @@ __all__ = ["reduce_spec", "pool_spec", "conv_spec", "dropout_spec", "batch_norm_
 _ROWS = {"softmax": ("softmax", 1.0), "log_softmax": ("log_softmax", 1.0),
          "softmin": ("softmax", -1.0)}
 _GLOBAL_POOL = {"avg": "mean", "max": "max", "sum": "sum"}
-GEMM_CONV_DTYPES = frozenset({"float32", "float64"})
+GEMM_CONV_DTYPES = frozenset({"float16", "float32", "float64"})
 
 
 def _io(graph, i, several=False):

@@ -11,6 +11,9 @@ loaded); its other inputs are loaded with the same index arithmetic as elementwi
 
 Arguments: ``(out pointers..., x, w, other epilogue inputs..., int aligned)``.
 
+float16 is loaded into float, accumulated and passed through the epilogue in float, and
+rounded once when stored (cuBLAS's ``CUBLAS_COMPUTE_32F``, what MXNet's float16 layers use).
+
 Example:
     >>> from hybridgpu.compiler.codegen.cuda.elementwise import ElementwiseSpec
     >>> epi = ElementwiseSpec((1, 8), "float32", [((1, 8), "float32"), ((8,), "float32")],
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ctype import STORAGE, load, store
+from .ctype import COMPUTE, STORAGE, load, store
 from .elementwise import BLOCK, Kernel, _element_function, _index_expr, coalesce
 from .source import CudaSource, param_kinds
 
@@ -49,14 +52,14 @@ class GemvSpec:
 
 def generate_gemv(spec, name):
     """The Kernel computing ``spec``, called ``name``."""
-    epi, t = spec.epilogue, STORAGE[spec.dtype]
+    epi, t, stored = spec.epilogue, COMPUTE[spec.dtype], STORAGE[spec.dtype]
     extents, strides = coalesce(epi.shape, [s for s, _ in epi.inputs])
     src = CudaSource()
     _element_function(src, epi, name, t)
     outs = [f"{STORAGE[d]}* o{n}" for n, d in enumerate(epi.outputs)]
     others = [n for n in range(len(epi.inputs)) if n != spec.slot]
     ins = [f"const {STORAGE[epi.inputs[n][1]]}* __restrict__ i{n}" for n in others]
-    params = outs + [f"const {t}* __restrict__ x", f"const {t}* __restrict__ w"] + ins
+    params = outs + [f"const {stored}* __restrict__ x", f"const {stored}* __restrict__ w"] + ins
     head = (f'extern "C" __global__ void __launch_bounds__({BLOCK}) '
             f"{name}({', '.join(params + ['int aligned'])})")
     with src.block(head):
@@ -76,7 +79,7 @@ def _dot_products(src, spec, t):
     src.line(f"{t} acc[{rows}];")
     src.line("#pragma unroll")
     src.line(f"for (int r = 0; r < {rows}; ++r) acc[r] = ({t})0;")
-    src.line(f"const {t}* wrow = w + (long long)c * {k};")
+    src.line(f"const {STORAGE[spec.dtype]}* wrow = w + (long long)c * {k};")
     if spec.dtype == "float32" and k % 4 == 0:
         with src.block("if (aligned)"), src.block(f"for (int q = lane; q < {k // 4}; q += 32)"):
             src.line("const float4 wv = reinterpret_cast<const float4*>(wrow)[q];")
@@ -85,9 +88,9 @@ def _dot_products(src, spec, t):
                 src.line(f"const float4 xv = reinterpret_cast<const float4*>(x + r * {k})[q];")
                 src.line("acc[r] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;")
         with src.block("else"):
-            _scalar_products(src, rows, k, t)
+            _scalar_products(src, spec, t)
     else:
-        _scalar_products(src, rows, k, t)
+        _scalar_products(src, spec, t)
     src.line("#pragma unroll")
     with src.block(f"for (int r = 0; r < {rows}; ++r)"):
         src.line("#pragma unroll")
@@ -95,11 +98,13 @@ def _dot_products(src, spec, t):
                  "acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], s);")
 
 
-def _scalar_products(src, rows, k, t):
+def _scalar_products(src, spec, t):
+    rows, k = spec.rows, spec.k
     with src.block(f"for (int q = lane; q < {k}; q += 32)"):
-        src.line(f"const {t} wv = wrow[q];")
+        src.line(f"const {t} wv = {load(spec.dtype, 'wrow[q]', t)};")
         src.line("#pragma unroll")
-        src.line(f"for (int r = 0; r < {rows}; ++r) acc[r] += wv * x[r * {k} + q];")
+        src.line(f"for (int r = 0; r < {rows}; ++r) acc[r] += wv * "
+                 f"{load(spec.dtype, f'x[r * {k} + q]', t)};")
 
 
 def _epilogue(src, spec, name, extents, strides, t):

@@ -201,7 +201,8 @@ def generate_im2col(spec, name, batch_inner=False):
         src.line(f"const int y = oy * {sh} - {ph} + ky * {dh};")
         src.line(f"const int x = ox * {sw} - {pw} + kx * {dw};")
         src.line(f"const bool inside = y >= 0 && y < {h} && x >= 0 && x < {w};")
-        value = f"inside ? i0[(n * {c} + cc) * {h * w} + y * {w} + x] : ({t})0.0f"
+        zero = store(spec.dtype, "0.0f") if spec.dtype == "float16" else f"({t})0.0f"
+        value = f"inside ? i0[(n * {c} + cc) * {h * w} + y * {w} + x] : {zero}"
         if batch_inner:  # element (n, k, p) goes to col[k, n * P + p]
             src.line(f"const long long kk = (i / {p}) % {k};")
             src.line(f"o0[kk * {n * p} + n * {p} + (i % {p})] = {value};")
@@ -230,7 +231,8 @@ def generate_col2im(spec, name):
     head = kernel_head(name, params, BLOCK)
     with src.block(head), _grid_loop(src, bound):
         _coords(src, (n, f, oh, ow))
-        src.line(f"{acc} v = {'bs[c]' if spec.bias else f'({acc})0'};")
+        bias = load(spec.dtype, "bs[c]", acc) if spec.bias else f"({acc})0"
+        src.line(f"{acc} v = {bias};")
         src.line(f"const {t}* cols = col + (long long)n * {f * kh * kw * p};")
         with src.block(f"for (int ky = 0; ky < {kh}; ++ky)"):
             src.line(f"const int yy = oy + {ph} - ky * {dh};")
@@ -238,9 +240,10 @@ def generate_col2im(spec, name):
             with src.block(f"for (int kx = 0; kx < {kw}; ++kx)"):
                 src.line(f"const int xx = ox + {pw} - kx * {dw};")
                 src.line(f"if (xx < 0 || xx % {sw} != 0 || xx / {sw} >= {w}) continue;")
-                src.line(f"v += cols[((long long)(c * {kh} + ky) * {kw} + kx) * {p} "
-                         f"+ (yy / {sh}) * {w} + xx / {sw}];")
-        src.line("o0[i] = v;")
+                element = (f"cols[((long long)(c * {kh} + ky) * {kw} + kx) * {p} "
+                           f"+ (yy / {sh}) * {w} + xx / {sw}]")
+                src.line(f"v += {load(spec.dtype, element, acc)};")
+        src.line(f"o0[i] = {store(spec.dtype, 'v')};")
     kinds = param_kinds(params)
     return Kernel(name, src.text(), kinds, total, False)
 
