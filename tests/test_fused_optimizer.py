@@ -178,7 +178,7 @@ def test_weights_on_two_devices_get_one_launch_per_device():
 def test_kernel_generation_rejects_unknown_families_and_dtypes():
     with pytest.raises(ValueError, match="unknown optimizer family 'lamb'"):
         multi_update.generate("lamb", "float32")
-    with pytest.raises(ValueError, match="float32 or float64, not float16"):
+    with pytest.raises(ValueError, match="float32, float64 or float16_mp, not float16"):
         multi_update.generate("adam", "float16")
     assert multi_update.launch_grid([1] * 70000)[0] == (1, 65535, 1)
 
@@ -191,7 +191,7 @@ def test_negative_adagrad_clip_is_left_to_the_reference():
 
 @pytest.mark.skipif(not nvrtc_check.available(),
                     reason="needs pip cuda-bindings and nvidia-cuda-nvrtc (CUDA 13)")
-@pytest.mark.parametrize("dtype", sorted(multi_update.DTYPES))
+@pytest.mark.parametrize("dtype", [*sorted(multi_update.DTYPES), multi_update.MULTI_PRECISION])
 @pytest.mark.parametrize("family", sorted(multi_update.FAMILIES))
 def test_kernels_compile_for_sm90_without_spills(family, dtype):
     kernel = multi_update.generate(family, dtype)

@@ -345,6 +345,43 @@ def test_captured_step_equals_the_uncaptured_program_bitwise(gpu_available, rule
         np.testing.assert_array_equal(g, w)
 
 
+def _flat_states(trainer):
+    out = []
+    stack = list(trainer._updaters[0].states.values())
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, tuple):
+            stack[:0] = list(item)
+        elif item is not None:
+            out.append(item.asnumpy())
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rule", ["sgd_mom", "adam", "rmsprop"])
+def test_float16_multi_precision_step_is_captured_and_equals_the_reference(gpu_available,
+                                                                          rule):
+    """``net.cast('float16')`` with ``multi_precision=True``: the captured update runs the
+    rule in float32 on the masters, reading the float16 gradients and writing the float16
+    weights (kernel ``float16_mp``), bitwise equal to the per-parameter path."""
+    ctx = gpu_available
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    runs = []
+    for fused in (True, False):
+        net = _net(ctx)
+        net.cast("float16")
+        step = gluon.TrainStep(net, loss_fn, _trainer(net, rule, fused, multi_precision=True))
+        for x, y in _batches(ctx, 4):
+            step(x.astype("float16"), y.astype("float16"))
+        runs.append((net, step))
+    (net, step), (ref_net, ref) = runs
+    assert step.mode == "captured" and ref.mode == "compiled"
+    _assert_params(_params(net), _params(ref_net))
+    for got, want in zip(_flat_states(step.trainer), _flat_states(ref.trainer)):
+        np.testing.assert_array_equal(got, want)
+    assert net[0].weight.data().dtype == np.float16
+
+
 @pytest.mark.gpu
 def test_captured_step_is_one_graph_and_matches_cpu(gpu_available):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()

@@ -34,8 +34,9 @@ What makes a step fall back (``step.reason`` names it):
   copies on other contexts than the batch's; ``grad_req='add'``; autograd already recording;
   a net that cannot be traced as a Symbol (the trace's error is in the reason);
 * to ``"compiled"`` (gpu only): ``hybridize(cuda_graph=False)``; an optimizer without a fused
-  kernel (Signum, AdamW, AdaDelta, FTML, a custom rule), float16 weights, or fused updates
-  turned off (``HYBRIDGPU_FUSED_OPTIMIZER=0``); a ``KVStore`` object or ``'dist_sync'``
+  kernel (Signum, AdamW, AdaDelta, FTML, a custom rule), float16 weights without
+  ``multi_precision=True`` (with it, the float32 masters are updated in the graph), or
+  fused updates turned off (``HYBRIDGPU_FUSED_OPTIMIZER=0``); a ``KVStore`` object or ``'dist_sync'``
   (gradients are summed on the host side); trainer parameters the loss does not reach (their
   stale gradients are ``trainer.step``'s to report or skip).
 
@@ -300,10 +301,11 @@ class _StepProgram:
         trainer._sync_parameters()
         updater = trainer._updater_for(self.ctx)
         optimizer._set_current_context(self.ctx.device_id)
-        jobs = [UpdateJob(self.ctx, weights[name]._data, grads[slot[name]],
-                          raw_state(_state_of(updater, optimizer, index, weights[name])))
+        jobs = [_job(optimizer, weights[name], grads[slot[name]],
+                     _state_of(updater, optimizer, index, weights[name]))
                 for index, name in trained]
-        arrays = [a for job in jobs for a in (job.weight, job.grad, *_leaves(job.state))]
+        arrays = [a for job in jobs
+                  for a in (job.weight, job.grad, *_leaves(job.state), job.low_precision)]
         signature = CapturedUpdate.signature(optimizer)
         if (signature != self.update_signature or len(arrays) != len(self.update_arrays)
                 or any(a is not b for a, b in zip(arrays, self.update_arrays))):
@@ -328,6 +330,16 @@ def _entries(out):
     if isinstance(out, (list, tuple)) and all(isinstance(o, Symbol) for o in out):
         return [e for o in out for e in o._outputs]
     raise MXNetError(f"the net gave a {type(out).__name__}, not Symbols")
+
+
+def _job(optimizer, weight, grad, state):
+    """The UpdateJob of ``weight`` (an NDArray) with the raw ``grad``: with
+    ``multi_precision`` a float16 weight is updated through its float32 master (the fused
+    kernel reads the float16 gradient and writes the float16 weight)."""
+    if optimizer.multi_precision and weight.dtype == np.float16:
+        master, inner = optimizer._split_master(state)
+        return UpdateJob(weight.context, master._data, grad, raw_state(inner), weight._data)
+    return UpdateJob(weight.context, weight._data, grad, raw_state(state))
 
 
 def _state_of(updater, optimizer, index, weight):

@@ -103,15 +103,31 @@ _KERNEL_DTYPES = {np.dtype(name): name for name in multi_update.DTYPES}
 
 
 def _fusable(job, states):
-    """The dtype name of ``job`` when it can be fused with ``states``, else None."""
-    w = job.weight
+    """The kernel dtype of ``job`` when it can be fused with ``states``, else None: the
+    weight's, or ``MULTI_PRECISION`` for a float32 master with a float16 gradient and a
+    float16 weight to write (``low_precision``, as ``gluon.TrainStep`` passes them; the
+    per-parameter path casts the gradient first and so stays on the float32 kernel)."""
+    w, low = job.weight, job.low_precision
     dtype = _KERNEL_DTYPES.get(w.dtype)
     if dtype is None or not job.ctx.is_gpu:
         return None
-    for a in (w, job.grad, *states):
-        if a is None or a.dtype != w.dtype or a.size != w.size or not a.flags.c_contiguous:
+    grad_dtype = w.dtype
+    if low is not None and job.grad is not None and job.grad.dtype == np.float16:
+        if w.dtype != np.float32 or low.dtype != np.float16:
+            return None
+        dtype, grad_dtype = multi_update.MULTI_PRECISION, np.dtype(np.float16)
+    arrays = [(w, w.dtype), (job.grad, grad_dtype), *((a, w.dtype) for a in states)]
+    if dtype == multi_update.MULTI_PRECISION:
+        arrays.append((low, low.dtype))
+    for a, want in arrays:
+        if a is None or a.dtype != want or a.size != w.size or not a.flags.c_contiguous:
             return None
     return dtype
+
+
+def _math_dtype(dtype):
+    """The dtype a kernel computes (and rounds its scalars) in."""
+    return "float32" if dtype == multi_update.MULTI_PRECISION else dtype
 
 
 def _header(optimizer, family, dtype):
@@ -155,10 +171,12 @@ def _scalars(optimizer, family, dtype, rates, counts):
     return has_clip, np.concatenate([np.array(header, dtype), table])
 
 
-def _table(members):
-    """The kernel's pointer table of ``members`` (``(job, states, ...)`` each)."""
+def _table(members, mixed=False):
+    """The kernel's pointer table of ``members`` (``(job, states, ...)`` each); ``mixed``:
+    the float16 weight's pointer after the states (``MULTI_PRECISION``)."""
     return np.array([(job.weight.data.ptr, job.grad.data.ptr, *(a.data.ptr for a in states),
-                      job.weight.size) for job, states, *_ in members], np.uint64)
+                      *((job.low_precision.data.ptr,) if mixed else ()), job.weight.size)
+                     for job, states, *_ in members], np.uint64)
 
 
 def _group(optimizer, jobs):
@@ -195,11 +213,13 @@ def fused_step(optimizer, jobs, lrs, wds, counts):
 def _launch(optimizer, ctx, family, dtype, members):
     """One launch of ``family``'s kernel over ``members``: ``(job, states, lr, wd, count)``."""
     kernel = multi_update.generate(family, dtype)
-    has_clip, scalars = _scalars(optimizer, family, dtype, [(lr, wd) for *_, lr, wd, _ in members],
+    has_clip, scalars = _scalars(optimizer, family, _math_dtype(dtype),
+                                 [(lr, wd) for *_, lr, wd, _ in members],
                                  [t for *_, t in members])
     grid, block = multi_update.launch_grid([job.weight.size for job, *_ in members])
     function = _function(ctx, kernel)
-    function(grid, block, (_upload(ctx, _table(members)), _upload(ctx, scalars),
+    mixed = dtype == multi_update.MULTI_PRECISION
+    function(grid, block, (_upload(ctx, _table(members, mixed)), _upload(ctx, scalars),
                            np.int32(len(members)), has_clip))
     with _lock:
         _LAUNCHES[(family, dtype)] += 1
@@ -275,9 +295,9 @@ class CapturedUpdate:
         self.groups = []
         for (ctx, family, dtype), members in groups.items():
             rows = [(jobs[n], states) for n, states in members]
-            table = _table(rows)
-            has_clip, scalars = _scalars(optimizer, family, dtype, [(0.0, 0.0)] * len(rows),
-                                         [1] * len(rows))
+            table = _table(rows, dtype == multi_update.MULTI_PRECISION)
+            has_clip, scalars = _scalars(optimizer, family, _math_dtype(dtype),
+                                         [(0.0, 0.0)] * len(rows), [1] * len(rows))
             with ctx.scope():
                 device_table = ctx.xp.asarray(table)
                 buffer = ctx.xp.zeros(scalars.shape, scalars.dtype)
@@ -301,7 +321,7 @@ class CapturedUpdate:
         """Compute this step's scalars on the host (``lrs``, ``wds``, ``counts`` by job
         position) for the next ``write``."""
         for group in self.groups:
-            _, group.host = _scalars(self.optimizer, group.family, group.dtype,
+            _, group.host = _scalars(self.optimizer, group.family, _math_dtype(group.dtype),
                                      [(lrs[n], wds[n]) for n in group.positions],
                                      [counts[n] for n in group.positions])
 

@@ -33,7 +33,8 @@ Example:
     >>> loop = kernel.source.split("i += stride) {")[1].split("}")[0]
     >>> print("\\n".join(line.strip() for line in loop.strip().splitlines()))
     T wv = w[i];
-    T g = gr[i] * rescale;
+    const T gv = gr[i];
+    T g = gv * rescale;
     if (has_clip) g = mu_clip(g, clip);
     T s = s0[i] * h0;
     s = s - lr * wd * wv;
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 from .source import CudaSource, ident
 
 __all__ = ["Family", "FAMILIES", "MultiUpdateKernel", "generate", "launch_grid", "OPTIONS",
-           "DTYPES", "BLOCK", "HYPERS", "HEADER"]
+           "DTYPES", "BLOCK", "HYPERS", "HEADER", "MULTI_PRECISION"]
 
 #: Threads a block.
 BLOCK = 256
@@ -65,9 +66,13 @@ MAX_BLOCKS = 32768
 OPTIONS = ("-std=c++17", "--fmad=false")
 #: dtype name -> (C type, name suffix).
 DTYPES = {"float32": ("float", "f32"), "float64": ("double", "f64")}
+#: The multi-precision kernel: float16 weights and gradients, the rule run in float32 on the
+#: float32 master copies (``multi_precision=True``), each updated weight rounded to float16.
+#: Its table row is master, gradient, states, then the float16 weight, then the count.
+MULTI_PRECISION = "float16_mp"
 
-_SGD_GRAD = ("T g = gr[i] * rescale;", "if (has_clip) g = mu_clip(g, clip);")
-_DECAYED_GRAD = ("T g = gr[i] * rescale + wv * wd;", "if (has_clip) g = mu_clip(g, clip);")
+_SGD_GRAD = ("T g = gv * rescale;", "if (has_clip) g = mu_clip(g, clip);")
+_DECAYED_GRAD = ("T g = gv * rescale + wv * wd;", "if (has_clip) g = mu_clip(g, clip);")
 
 
 @dataclass(frozen=True)
@@ -128,23 +133,28 @@ class MultiUpdateKernel:
 
 @functools.cache
 def generate(family, dtype):
-    """The kernel of ``family`` (a key of ``FAMILIES``) for ``dtype`` ('float32' or
-    'float64'); generated once per pair."""
+    """The kernel of ``family`` (a key of ``FAMILIES``) for ``dtype`` ('float32', 'float64',
+    or ``MULTI_PRECISION``: float16 weights through float32 masters); generated once per
+    pair."""
     if family not in FAMILIES:
         raise ValueError(f"unknown optimizer family {family!r}; known: {sorted(FAMILIES)}")
-    if str(dtype) not in DTYPES:
-        raise ValueError(f"fused optimizer kernels take float32 or float64, not {dtype}")
+    mixed = str(dtype) == MULTI_PRECISION
+    if str(dtype) not in DTYPES and not mixed:
+        raise ValueError(f"fused optimizer kernels take float32, float64 or {MULTI_PRECISION}, "
+                         f"not {dtype}")
     spec = FAMILIES[family]
-    ctype, suffix = DTYPES[str(dtype)]
+    ctype, suffix = ("float", "f16mp") if mixed else DTYPES[str(dtype)]
     name = "_".join(ident(part) for part in ("mu", *family.split("_"), suffix))
     params = ("const unsigned long long*", f"const {ctype}*", "int", "int")
     names = ("table", "scalars", "tensors", "has_clip")
     src = CudaSource()
+    if mixed:
+        src.line("#include <cuda_fp16.h>")
     with src.block(f"__device__ __forceinline__ {ctype} mu_clip({ctype} v, {ctype} c)"):
         src.line("return v < -c ? -c : (v > c ? c : v);")
     args = ", ".join(f"{p}{' __restrict__' if '*' in p else ''} {n}"
                      for p, n in zip(params, names))
-    slots = 3 + spec.states
+    slots = 3 + spec.states + (1 if mixed else 0)
     with src.block(f'extern "C" __global__ void __launch_bounds__({BLOCK}) {name}({args})'):
         src.line(f"typedef {ctype} T;")
         src.line("const T rescale = scalars[0], clip = scalars[1];")
@@ -152,20 +162,31 @@ def generate(family, dtype):
         src.line("(void)h0; (void)h1; (void)h2; (void)h3;")
         src.line("const long long stride = (long long)gridDim.x * blockDim.x;")
         with src.block("for (int t = blockIdx.y; t < tensors; t += gridDim.y)"):
-            src.line(f"const unsigned long long* row = table + (long long)t * {slots};")
-            src.line("T* w = (T*)row[0];")
-            src.line("const T* gr = (const T*)row[1];")
-            for k in range(spec.states):
-                src.line(f"T* s{k} = (T*)row[{2 + k}];")
-            src.line(f"const long long n = (long long)row[{slots - 1}];")
+            _row_pointers(src, spec, slots, mixed)
             src.line(f"const T lr = scalars[{HEADER} + 2 * t];")
             src.line(f"const T wd = scalars[{HEADER} + 2 * t + 1];")
             with src.block("for (long long i = (long long)blockIdx.x * blockDim.x + "
                            "threadIdx.x; i < n; i += stride)"):
                 src.line("T wv = w[i];")
+                src.line("const T gv = __half2float(gr[i]);" if mixed else "const T gv = gr[i];")
                 for statement in spec.body:
                     src.line(statement)
+                if mixed:
+                    src.line("lw[i] = __float2half_rn(w[i]);")
     return MultiUpdateKernel(name, src.text(), params, slots)
+
+
+def _row_pointers(src, spec, slots, mixed):
+    """Tensor ``t``'s pointers from its table row (and, ``mixed``, its float16 weight)."""
+    src.line(f"const unsigned long long* row = table + (long long)t * {slots};")
+    src.line("T* w = (T*)row[0];")
+    src.line("const __half* gr = (const __half*)row[1];" if mixed else
+             "const T* gr = (const T*)row[1];")
+    for k in range(spec.states):
+        src.line(f"T* s{k} = (T*)row[{2 + k}];")
+    if mixed:
+        src.line(f"__half* lw = (__half*)row[{2 + spec.states}];")
+    src.line(f"const long long n = (long long)row[{slots - 1}];")
 
 
 def launch_grid(sizes, block=BLOCK):
