@@ -36,9 +36,9 @@ What makes a step fall back (``step.reason`` names it):
 * to ``"compiled"`` (gpu only): ``hybridize(cuda_graph=False)``; an optimizer without a fused
   kernel (Signum, AdamW, AdaDelta, FTML, a custom rule), float16 weights without
   ``multi_precision=True`` (with it, the float32 masters are updated in the graph), or
-  fused updates turned off (``HYBRIDGPU_FUSED_OPTIMIZER=0``); a ``KVStore`` object or ``'dist_sync'``
-  (gradients are summed on the host side); trainer parameters the loss does not reach (their
-  stale gradients are ``trainer.step``'s to report or skip).
+  fused updates turned off (``HYBRIDGPU_FUSED_OPTIMIZER=0``); a ``KVStore`` object or
+  ``'dist_sync'`` (gradients are summed on the host side); trainer parameters the loss does
+  not reach (their stale gradients are ``trainer.step``'s to report or skip).
 
 A step's program is compiled once per input signature (shapes, dtypes, context) and parameter
 shapes; a replaced parameter array (``load_parameters``, ``cast``) is seen on the next call
