@@ -112,7 +112,7 @@ def test_gpucheck_runs_every_target(tmp_path):
     assert not errors, errors
     assert code == 0
     assert {r["name"] for r in result["targets"]} == {"mlp", "chain8", "resnet18",
-                                                      "fused_update", "train_step"}
+                                                      "fused_update", "train_step", "float16"}
     chain8 = next(r for r in result["targets"] if r["name"] == "chain8")
     assert chain8["kernels"]["fused"]["median_us"] > 0  # the fused kernel timed alone
     mlp = next(r for r in result["targets"] if r["name"] == "mlp")
@@ -205,3 +205,31 @@ def test_a_shard_past_the_deadline_is_killed_and_said(tmp_path):
     assert result["returncode"] == "timeout"
     assert "1 shard(s) killed at the 8 s deadline" in result["summary"]
     assert result["counts"].get("passed") == 2
+
+
+def test_float16_target_checks_against_float32_and_reports_ratios():
+    from hybridgpu.gpucheck.half import half
+
+    row = half(mx.cpu(), True, _QUICK, None)
+    assert row["shape"] == [2, 3, 32, 32] and 0 <= row["max_relative_error"] < 3e-2
+    assert row["float16"]["median_us"] > 0 and row["float32"]["median_us"] > 0
+    got = {v[0]: v[1:] for v in verdicts([row])}
+    assert got["resnet18 b32 float16 / float32"][2] == "reported"
+    assert got["resnet18 b32 float16 vs PyTorch float16"][0] == "-"
+
+
+def test_torch_peer_in_float16_keeps_batchnorm_float32():
+    torch = pytest.importorskip("torch")
+    from hybridgpu.gpucheck.torch_peer import TorchPeer
+
+    net = _resnet()
+    net.initialize()
+    x = np.random.RandomState(2).rand(1, 3, 32, 32).astype(np.float32)
+    net(nd.array(x))
+    peer = TorchPeer(net, mx.cpu(), torch, device="cpu")
+    want = peer(torch.as_tensor(x)).numpy()
+    peer.half()
+    kinds = {name.rsplit("_", 1)[-1]: str(t.dtype) for name, t in peer.weights.items()}
+    assert kinds["weight"] == "torch.float16" and kinds["gamma"] == "torch.float32"
+    got = peer(torch.as_tensor(x).half()).float().numpy()
+    assert np.max(np.abs(got - want)) < 3e-2 * np.max(np.abs(want))

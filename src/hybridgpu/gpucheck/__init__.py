@@ -69,6 +69,16 @@ def _train_step_verdicts(row):
              "-" if other is None else f"{other:.2f}x", "(reported)", "reported")]
 
 
+def _half_verdicts(row):
+    half = row.get("float16")
+    torch_half = row.get("torch_float16")
+    peer = _ratio(half, torch_half) if isinstance(torch_half, dict) else None
+    return [(label, "-" if value is None else f"{value:.2f}x", "(reported)", "reported")
+            for label, value in (("resnet18 b32 float16 / float32",
+                                  _ratio(half, row.get("float32"))),
+                                 ("resnet18 b32 float16 vs PyTorch float16", peer))]
+
+
 def verdicts(rows, device=""):
     """``[(target, measured, wanted, verdict)]`` for result rows; the verdict is ``met``,
     ``MISSED``, ``not measured``, or ``reported`` for a ratio shown without a target."""
@@ -92,6 +102,8 @@ def verdicts(rows, device=""):
                                 lambda v: v < 1.0))
         elif row["name"] == "train_step":
             out += _train_step_verdicts(row)
+        elif row["name"] == "float16":
+            out += _half_verdicts(row)
         elif row["name"] == "resnet18":
             out.append(_verdict("resnet18 vs PyTorch CUDA graph",
                                 _ratio(row.get("hybridized"), row.get("torch_cuda_graph")),

@@ -14,6 +14,8 @@
 * ``train_step``: one training step of the seed MLP at batch 1, the Gluon loop imperative and
   hybridized vs ``gluon.TrainStep`` (one CUDA graph a step; ``gpucheck.train_step``).
   Target: imperative >= 5x the captured step.
+* ``float16``: resnet18_v1 at batch 32 hybridized after ``net.cast('float16')`` beside
+  float32, and PyTorch's float16 peer (``gpucheck.half``). Reported, no target yet.
 
 Every workload first checks hybridgpu's output against the cpu and PyTorch ones (rtol 1e-3
 across devices) so no number comes from a wrong result. ``quick=True`` shrinks sizes and
@@ -34,6 +36,7 @@ from .. import gluon, nd
 from ..bench import seed_mlp
 from ..timing import time_calls
 from .fused_update import fused_update
+from .half import half
 from .torch_peer import TorchPeer
 from .train_step import train_step
 
@@ -169,6 +172,7 @@ def _executable(block):
 TARGETS = {"mlp": _mlp, "chain8": _chain8, "resnet18": _resnet18}
 TARGETS["fused_update"] = fused_update
 TARGETS["train_step"] = train_step
+TARGETS["float16"] = half
 
 
 def run_targets(ctx, quick=False, only=None, progress=None):

@@ -115,6 +115,16 @@ class TorchPeer:
             values[(i, 0)] = TRANSLATED[node.op.name](F, self.torch, *args, **attrs)
         return values[self.graph.key(self.graph.outputs[0])]
 
+    def half(self):
+        """Cast the weights to float16, BatchNorm's excepted (kept float32, as MXNet's
+        ``cast('float16')`` keeps them); returns the peer."""
+        keep = {e.node.name for node in self.graph.nodes
+                if not node.is_variable and node.op.name == "BatchNorm"
+                for e in node.inputs[1:] if e.node.is_variable}
+        self.weights = {name: value if name in keep else value.half()
+                        for name, value in self.weights.items()}
+        return self
+
     def cuda_graph(self, example):
         """``call(x) -> y``: replay of a captured CUDA graph, PyTorch's documented way."""
         torch = self.torch
