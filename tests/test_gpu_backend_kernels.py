@@ -22,11 +22,11 @@ from hybridgpu.gluon import nn
 from hybridgpu.graph import Graph, infer_shapes, infer_types
 
 
-def optimized(outputs, shapes, dtype="float32", is_train=False):
+def optimized(outputs, shapes, dtype="float32", is_train=False, dtypes=None):
     """The graph the gpu backend receives: the (shared) passes run through the cpu pipeline,
-    which needs no device."""
+    which needs no device. ``dtypes`` overrides ``dtype`` for some variables."""
     g = Graph(outputs._outputs if hasattr(outputs, "_outputs") else outputs)
-    infer_types(g, {n: dtype for n in shapes})
+    infer_types(g, {**{n: dtype for n in shapes}, **(dtypes or {})})
     infer_shapes(g, shapes)
     return compile_graph(g, mx.cpu(), is_train, {"executor": "interpreter"}).graph
 
@@ -287,6 +287,7 @@ def _graphs_for_nvrtc():
                             global_pool=True, kernel=(1, 1), pool_type="max")
     yield optimized(pooled, {"data": (2, 3, 8, 8), "w": (4, 3, 3, 3), "w2": (4, 1, 3, 3)}), False
     yield training_graph(), True
+    yield training_graph("float16"), True  # im2col, col2im, GemmEx operands, pooling
     yield longest_fused_group(), False
 
 
@@ -303,7 +304,7 @@ def longest_fused_group():
     return optimized(y, {"data": (4, 256), "b": (256,)})
 
 
-def training_graph():
+def training_graph(dtype="float32"):
     """Kernels of training: BatchNorm with batch statistics and its backward, the weight
     gradient and the transposed convolution of a convolution, the pooling gradient."""
     x, w, g = mx.sym.var("data"), mx.sym.var("w"), mx.sym.var("g")
@@ -318,7 +319,9 @@ def training_graph():
                                      pool_type="max")
     shapes = {"data": (2, 3, 8, 8), "w": (4, 3, 3, 3), "g": (2, 4, 4, 4), "gamma": (3,),
               "beta": (3,), "mean": (3,), "var": (3,)}
-    return optimized(mx.sym.Group([bn[0], dw, dpool]), shapes, is_train=True)
+    statistics = dict.fromkeys(("gamma", "beta", "mean", "var"), "float32")  # as cast() keeps
+    return optimized(mx.sym.Group([bn[0], dw, dpool]), shapes, dtype, is_train=True,
+                     dtypes=statistics)
 
 
 def test_generated_kernels_compile_with_nvrtc_for_sm90_without_spills():
