@@ -118,3 +118,20 @@ def test_device_choice_says_why_cpu_without_a_gpu():
         assert "CuPy" in reason and ("not installed" in reason or "no CUDA" in reason)
     else:
         assert str(ctx) == "gpu(0)" and "sees" in reason
+
+
+def test_a_failing_workload_is_reported_and_the_others_still_run(monkeypatch):
+    from hybridgpu import cpu
+
+    def broken(ctx, batch):
+        raise RuntimeError("no kernel today")
+
+    monkeypatch.setitem(bench.MODELS, "chain8", (broken, (None,), "chain8-elementwise"))
+    rows = bench.run_table(cpu(0), quick=True, workloads=[("chain8", None), ("mlp", 1)],
+                           progress=False, repeat=1)
+    assert rows[0] == {"workload": "chain8-elementwise", "device": "cpu(0)",
+                       "error": "RuntimeError: no kernel today"}
+    assert rows[1]["hybridized_us"] > 0
+    table = bench.format_table(rows)
+    assert "chain8-elementwise: FAILED, RuntimeError: no kernel today" in table
+    assert "mlp-batch1" in table.splitlines()[2]

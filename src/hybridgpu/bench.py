@@ -238,15 +238,20 @@ def _time_row(model, batch, ctx, repeat, quick):
 
 def run_table(ctx=None, quick=False, workloads=None, progress=True, repeat=None):
     """Time each ``(model, batch)`` of ``workloads`` (default: all at their default batches) on
-    ``ctx`` (default: gpu(0) if any, else cpu(0)); one dict a row."""
+    ``ctx`` (default: gpu(0) if any, else cpu(0)); one dict a row. A workload that raises
+    gives a row with its ``error`` instead of times, and the others still run."""
     ctx = ctx or device_choice()[0]
     repeat = repeat or (3 if quick else 7)
     rows = []
     for model, batch in workloads or workloads_for():
+        what = MODELS[model][2].format(batch=batch)
         if progress:
-            what = MODELS[model][2].format(batch=batch)
             print(f"[bench] {what} on {ctx} ...", file=sys.stderr, flush=True)
-        rows.append(_time_row(model, batch, ctx, repeat, quick))
+        try:
+            rows.append(_time_row(model, batch, ctx, repeat, quick))
+        except Exception as err:  # one broken workload must not hide the others' numbers
+            rows.append({"workload": what, "device": str(ctx),
+                         "error": f"{type(err).__name__}: {err}"})
     return rows
 
 
@@ -257,7 +262,10 @@ def _cell(median, spread):
 
 
 def format_table(rows):
-    """The rows as a fixed-width text table, followed by what each column means."""
+    """The rows as a fixed-width text table, followed by the workloads that failed and what
+    each column means."""
+    failed = [r for r in rows if "error" in r]
+    rows = [r for r in rows if "error" not in r]
     cells = [(r["workload"], "x".join(map(str, r["input_shape"])),
               _cell(r["floor_us"], r["floor_spread_us"]),
               _cell(r["imperative_us"], r["imperative_spread_us"]),
@@ -270,6 +278,7 @@ def format_table(rows):
              for line in [head, *cells]]
     lines.insert(1, "-" * len(lines[0]))
     repeats = rows[0]["repeats"] if rows else 0
+    lines += [f"{r['workload']}: FAILED, {r['error']}" for r in failed]
     lines += [
         "",
         f"Microseconds per call: median of {repeats} timed repeats (each the mean of many calls "
@@ -352,4 +361,4 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**env, "rows": rows}, f, indent=2)
-    return 0
+    return 1 if any("error" in r for r in rows) else 0
