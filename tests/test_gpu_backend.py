@@ -653,3 +653,63 @@ def test_float16_convolution_and_its_gradients_match_cpu(kernel, stride, pad, gr
     exe = check_against_cpu(mx.sym.Group(parts), shapes, ["Launch"], rtol=3e-3, atol=3e-3,
                             dtype="float16")
     assert all(s.dtype == "float16" for s in exe.program.steps if isinstance(s, Gemm))
+
+
+def test_float16_casts_run_inside_the_fused_kernel_bit_for_bit():
+    """``absorb_casts``: Cast(float16 -> float32), float32 arithmetic, Cast back is one kernel
+    (the Cast to float16 rounds in the kernel), equal to cpu bit for bit on + and *; a
+    mid-chain rounding to float16 is kept (the next group sees the rounded value)."""
+    x = mx.sym.var("x")
+    wide = mx.sym.Cast(x, dtype="float32") * 1.7 + 0.3
+    narrow = mx.sym.Cast(wide, dtype="float16")
+    out = mx.sym.Cast(mx.sym.Cast(narrow, dtype="float32") * 3.1 - 1.3, dtype="float16")
+    cpu_exe, gpu_exe = compile_both(out, {"x": (4, 64)}, dtype="float16")
+    steps = gpu_exe.program.steps
+    assert [type(s).__name__ for s in steps] == ["Launch", "Launch"], str(gpu_exe)
+    assert "Cast" not in {n.op.name for n in gpu_exe.graph.nodes if not n.is_variable}
+    host = np.random.default_rng(3).uniform(-4, 4, (4, 64)).astype(np.float16)
+    for _ in range(2):
+        got = to_host(gpu_exe({"x": to_gpu(host)})[0])
+        np.testing.assert_array_equal(got, cpu_exe({"x": host})[0])
+
+
+def test_float16_batchnorm_inference_is_one_kernel_with_its_casts():
+    data, gamma, beta, mean, var = (mx.sym.var(n) for n in ("x", "g", "b", "m", "v"))
+    out = mx.sym.relu(mx.sym.BatchNorm(data, gamma, beta, mean, var, fix_gamma=False))
+    g = Graph(out._outputs)
+    infer_types(g, {"x": "float16", **dict.fromkeys("gbmv", "float32")})
+    infer_shapes(g, {"x": (2, 3, 4, 4)})
+    exe = compile_graph(g, mx.gpu(0), False, {"data_inputs": ("x",)})
+    ops = [n.op.name for n in exe.graph.nodes if not n.is_variable]
+    members = [m.op.name for n in exe.graph.nodes if not n.is_variable
+               and n.op.name == "_fused" for m in n.op.members]
+    assert members.count("Cast") == 2 and "Cast" not in ops
+    rng = np.random.default_rng(4)
+    inputs = {"x": rng.standard_normal((2, 3, 4, 4)).astype(np.float16),
+              "g": rng.uniform(0.5, 2, 3).astype(np.float32),
+              "b": rng.standard_normal(3).astype(np.float32),
+              "m": rng.standard_normal(3).astype(np.float32),
+              "v": rng.uniform(0.5, 2, 3).astype(np.float32)}
+    want = compile_graph(g, mx.cpu(), False)(dict(inputs))[0]
+    got = to_host(exe({k: to_gpu(v) for k, v in inputs.items()})[0])
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
+                               atol=2e-3)
+
+
+def test_a_cast_between_two_groups_is_absorbed_once():
+    """Group A (float32) -> Cast to float16 -> group B (float16): A takes the Cast as its
+    output cast and B reads A's float16 output (B must not take the same Cast again, which
+    would bring A's old form back into the graph)."""
+    x = mx.sym.var("x")
+    a = mx.sym.Cast(x, dtype="float32") * 2.0 + 1.0
+    b = (mx.sym.Cast(a, dtype="float16") + 0.5) * 3.0
+    cpu_exe, gpu_exe = compile_both(b, {"x": (8, 32)}, dtype="float16")
+    nodes = [n for n in gpu_exe.graph.nodes if not n.is_variable]
+    assert [n.op.name for n in nodes] == ["_fused", "_fused"], str(gpu_exe.graph)
+    assert [m.op.name for m in nodes[0].op.members].count("Cast") == 2
+    assert len(gpu_exe.program.steps) == 2
+    host = np.random.default_rng(5).uniform(-8, 8, (8, 32)).astype(np.float16)
+    # B is a float16 group: the gpu computes its members in float and rounds once, the cpu
+    # rounds after each member (as before this pass), hence a tolerance
+    np.testing.assert_allclose(to_host(gpu_exe({"x": to_gpu(host)})[0]).astype(np.float32),
+                               cpu_exe({"x": host})[0].astype(np.float32), rtol=2e-3)

@@ -15,11 +15,12 @@ The Executable contract (every backend keeps it):
   seconds)}``.
 
 Passes per backend (``PASSES``): infer_shape, infer_type, dce, fold, cse, decompose,
-fuse_elementwise, then plan_memory. With ``HYBRIDGPU_DEBUG=1`` or ``flags["debug"]`` the
-verifier runs after every pass (its error names the pass) and the memory plan is checked by
-simulation. ``flags["passes"]`` replaces the list (``()`` compiles the graph as traced);
-``flags["executor"] = "interpreter"`` (or ``HYBRIDGPU_EXECUTOR=interpreter``) forces the
-reference interpreter, to tell a backend's bug from a pass's.
+fuse_elementwise (gpu: then absorb_casts), then plan_memory. With ``HYBRIDGPU_DEBUG=1`` or
+``flags["debug"]`` the verifier runs after every pass (its error names the pass) and the
+memory plan is checked by simulation. ``flags["passes"]`` replaces the list (``()`` compiles
+the graph as traced); ``flags["executor"] = "interpreter"`` (or
+``HYBRIDGPU_EXECUTOR=interpreter``) forces the reference interpreter, to tell a backend's bug
+from a pass's.
 
 Backends are registered by device type (``register_backend("cpu", build, policy)``), each in
 its own module of ``executor/``, which registers itself when imported (``hybridgpu`` imports
@@ -73,12 +74,15 @@ _STEPS = {
     "cse": lambda g, ctx, train: passes.cse(g),
     "decompose": lambda g, ctx, train: passes.decompose(g, is_train=train),
     "fuse_elementwise": lambda g, ctx, train: passes.fuse_elementwise(g),
+    "absorb_casts": lambda g, ctx, train: passes.absorb_casts(g),
 }
 
 _DEFAULT = ("infer_shape", "infer_type", "dce", "fold", "cse", "decompose", "fuse_elementwise")
 
-#: The graph passes each backend runs, in order (``plan_memory`` always follows).
-PASSES = {"cpu": _DEFAULT, "gpu": _DEFAULT}
+#: The graph passes each backend runs, in order (``plan_memory`` always follows). The gpu
+#: backend also moves float16/float32 Casts into fused groups (its kernels compute both in
+#: float; the cpu program runs a group's members as NumPy calls of one dtype).
+PASSES = {"cpu": _DEFAULT, "gpu": (*_DEFAULT, "absorb_casts")}
 
 
 class Executable:

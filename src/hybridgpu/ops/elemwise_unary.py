@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import DTYPE_TO_FLAG, MXNetError
 from .attrs import Bool, DType, Float, Number
 from .lowering import FIRST, Lowering, c_float, same_dtype, same_float, ufunc
 from .opdef import OpDef, register
@@ -643,10 +643,18 @@ def _cast_grad(F, ins, outs, gouts, dtype):
     return [F.cast(gouts[0], dtype=np.dtype(ins[0].dtype).name)]
 
 
+#: The CUDA expression of a cast to each dtype. float16 values are computed in float in the
+#: kernels (``compiler/codegen/cuda/ctype.py``), so a cast to float16 rounds to half precision
+#: and back: inside a fused group (``compiler/passes/absorb_casts.py``) the next member sees
+#: the rounded value, as it does when the cast is its own kernel.
+_CAST_CUDA = {name: "(T)in0" for name in DTYPE_TO_FLAG}
+_CAST_CUDA["float16"] = "(T)__half2float(__float2half_rn((float)(in0)))"
+
+
 register(OpDef(
     "Cast", aliases=("cast",), inputs=("data",),
     attrs={"dtype": DType(doc="output dtype, e.g. 'float16', 'int32'")},
     compute=_cast_compute, infer_shape=same_shape, infer_type=fixed_type("dtype"),
-    grad=_cast_grad, cuda="(T)in0", elementwise=True,
+    grad=_cast_grad, cuda=_CAST_CUDA, cuda_key="dtype", elementwise=True,
     doc="Convert every element to dtype (C casts: float to int truncates toward zero).",
     example="nd.cast(nd.array([1.7, -1.7]), dtype='int32')  # [1, -1]"))

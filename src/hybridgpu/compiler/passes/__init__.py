@@ -4,7 +4,8 @@ same one where the pass says so), never changing the nodes of the graph it is gi
 ``infer_shape``, ``infer_type`` (fill shapes/dtypes in place), ``dce`` (drop identities and what
 no output needs), ``fold`` (constants computed once), ``cse`` (duplicate computations merged),
 ``decompose`` (inference BatchNorm to scale-and-shift, GEMM bias to a separate add),
-``fuse_elementwise`` (convex elementwise groups to one ``_fused`` node) and ``plan_memory``
+``fuse_elementwise`` (convex elementwise groups to one ``_fused`` node), ``absorb_casts``
+(gpu only: float16/float32 Casts into the fused groups they touch) and ``plan_memory``
 (buffers by liveness; returns a ``MemoryPlan``, not a Graph).
 
 What the passes add to the IR, for executors:
@@ -27,6 +28,7 @@ Example:
     return %2
 """
 
+from .absorb_casts import absorb_casts
 from .cse import cse
 from .dce import dce
 from .decompose import decompose
@@ -37,5 +39,6 @@ from .infer_type import infer_type
 from .plan_memory import MemoryPlan, MemoryPolicy, NodeMemory, plan_memory
 
 __all__ = ["infer_shape", "infer_type", "dce", "fold", "cse", "decompose", "fuse_elementwise",
+           "absorb_casts",
            "plan_memory", "MemoryPlan", "MemoryPolicy", "NodeMemory", "FusedOp", "CONSTANT",
            "constant_node", "constant_value"]
