@@ -288,7 +288,22 @@ def _graphs_for_nvrtc():
     yield optimized(pooled, {"data": (2, 3, 8, 8), "w": (4, 3, 3, 3), "w2": (4, 1, 3, 3)}), False
     yield training_graph(), True
     yield training_graph("float16"), True  # im2col, col2im, GemmEx operands, pooling
+    yield float16_batchnorm_graph(), False  # Casts inside the fused kernel (absorb_casts)
     yield longest_fused_group(), False
+
+
+def float16_batchnorm_graph():
+    """Inference BatchNorm on float16 data with float32 statistics, then relu: after
+    ``absorb_casts`` one kernel with both Casts inside."""
+    from hybridgpu.compiler.passes import absorb_casts
+
+    data, gamma, beta, mean, var = (mx.sym.var(n) for n in ("data", "g", "b", "m", "v"))
+    out = mx.sym.relu(mx.sym.BatchNorm(data, gamma, beta, mean, var, fix_gamma=False))
+    shapes = {"data": (2, 4, 3, 3), "g": (4,), "b": (4,), "m": (4,), "v": (4,)}
+    graph = absorb_casts(optimized(out, shapes, "float16",
+                                   dtypes=dict.fromkeys("gbmv", "float32")))
+    assert "Cast" in str(graph) and "Cast(%" not in str(graph)  # members only
+    return graph
 
 
 def longest_fused_group():
