@@ -14,7 +14,11 @@ compiled program for forward, loss and backward, and on a gpu one CUDA graph wit
 optimizer update::
 
     PYTHONPATH=src python3 examples/train_mlp.py [--hybridize] [--train-step] [--epochs 20]
-                                                 [--ctx cpu|gpu]
+                                                 [--ctx cpu|gpu] [--dtype float16]
+
+``--dtype float16`` trains the MXNet 1.x mixed-precision way: ``net.cast('float16')`` and the
+optimizer's ``multi_precision=True`` (float32 master weights); with ``--train-step`` on a gpu
+the whole step, update included, is one CUDA graph.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ def parse_args(argv):
     parser.add_argument("--hybridize", action="store_true", help="compile the network")
     parser.add_argument("--train-step", action="store_true",
                         help="whole steps through gluon.TrainStep (implies --hybridize)")
+    parser.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                        help="float16: net.cast('float16') with the optimizer's "
+                             "multi_precision (float32 master weights)")
     parser.add_argument("--ctx", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--quiet", action="store_true", help="no line per epoch")
@@ -73,8 +80,9 @@ def parse_args(argv):
 def evaluate(net, loader, ctx):
     """Accuracy of ``net`` over ``loader`` (predict mode: no recording)."""
     metric = mx.metric.Accuracy()
+    dtype = net[0].weight.dtype
     for data, label in loader:
-        metric.update(label.as_in_context(ctx), net(data.as_in_context(ctx)))
+        metric.update(label.as_in_context(ctx), net(data.as_in_context(ctx).astype(dtype)))
     return metric.get()[1]
 
 
@@ -83,8 +91,9 @@ def train_epoch(net, loader, loss_fn, trainer, ctx, step=None):
     ``step`` (a ``gluon.TrainStep`` returning the outputs too) when given."""
     metric = mx.metric.Accuracy()
     total, count = 0.0, 0
+    dtype = net[0].weight.dtype
     for data, label in loader:
-        data, label = data.as_in_context(ctx), label.as_in_context(ctx)
+        data, label = data.as_in_context(ctx).astype(dtype), label.as_in_context(ctx)
         if step is not None:
             loss, output = step(data, label)
         else:
@@ -114,10 +123,15 @@ def main(argv=None, history=None):
 
     net = build_net()
     net.initialize(mx.init.Xavier(), ctx=ctx)
+    if args.dtype == "float16":
+        net(mx.nd.zeros((1, 2), ctx=ctx))  # finish the deferred shapes, then cast
+        net.cast("float16")
     if args.hybridize or args.train_step:
         net.hybridize()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": args.lr})
+    trainer = gluon.Trainer(net.collect_params(), "adam",
+                            {"learning_rate": args.lr,
+                             "multi_precision": args.dtype == "float16"})
     step = gluon.TrainStep(net, loss_fn, trainer, return_outputs=True) if args.train_step \
         else None
 

@@ -62,6 +62,34 @@ def test_mlp_through_train_step_equals_the_hybridized_loop():
     assert same == accuracy
 
 
+def test_mlp_trains_in_float16_with_float32_master_weights():
+    """``--dtype float16``: ``net.cast('float16')`` and ``multi_precision``; it still learns,
+    through the loop and through TrainStep, and the weights stay float16."""
+    history = []
+    accuracy = train_mlp.main(["--quiet", "--dtype", "float16", "--train-step"],
+                              history=history)
+    assert accuracy >= train_mlp.TARGET_ACCURACY, history
+    assert history[-1] < history[0] / 4
+
+
+@pytest.mark.gpu
+def test_mlp_float16_train_step_on_gpu(gpu_available, monkeypatch):
+    """On a gpu, every float16 step is one captured graph with the multi-precision update."""
+    modes = []
+    real_call = mx.gluon.TrainStep.__call__
+
+    def spy(self, *args, **kwargs):
+        out = real_call(self, *args, **kwargs)
+        modes.append(self.mode)
+        return out
+
+    monkeypatch.setattr(mx.gluon.TrainStep, "__call__", spy)
+    accuracy = train_mlp.main(["--quiet", "--ctx", "gpu", "--dtype", "float16", "--train-step",
+                               "--epochs", "3"])
+    assert set(modes) == {"captured"} and len(modes) == 3 * 20
+    assert accuracy > 0.6
+
+
 def test_mlp_prints_one_line_per_epoch(capsys):
     accuracy = train_mlp.main(["--epochs", "2", "--hybridize"])
     lines = capsys.readouterr().out.splitlines()
