@@ -233,3 +233,30 @@ def test_torch_peer_in_float16_keeps_batchnorm_float32():
     assert kinds["weight"] == "torch.float16" and kinds["gamma"] == "torch.float32"
     got = peer(torch.as_tensor(x).half()).float().numpy()
     assert np.max(np.abs(got - want)) < 3e-2 * np.max(np.abs(want))
+
+
+@pytest.mark.gpu
+def test_results_are_written_after_each_target(tmp_path, monkeypatch):
+    """A device call killed at its time limit still leaves the JSON of every target done:
+    when the second target runs, the first one's row is already on disk."""
+    import hybridgpu.gpucheck as gpucheck
+    from hybridgpu.gpucheck import targets
+
+    seen = []
+
+    def first(ctx, quick, opts, torch):
+        return {"name": "first", "value": 1}
+
+    def second(ctx, quick, opts, torch):
+        (written,) = tmp_path.glob("gpucheck-*.json")
+        seen.append(json.loads(written.read_text()))
+        return {"name": "second", "value": 2}
+
+    monkeypatch.setitem(targets.TARGETS, "first", first)
+    monkeypatch.setitem(targets.TARGETS, "second", second)
+    assert gpucheck.main(["--skip-tests", "--only", "first", "second",
+                          "--out", str(tmp_path)]) == 0
+    assert [r["name"] for r in seen[0]["targets"]] == ["first"]
+    assert seen[0]["tests"]["summary"] == "skipped"
+    final = json.loads(next(tmp_path.glob("gpucheck-*.json")).read_text())
+    assert [r["name"] for r in final["targets"]] == ["first", "second"]

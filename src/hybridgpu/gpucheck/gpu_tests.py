@@ -81,7 +81,7 @@ def _finish(proc, deadline):
         return "timeout", out or ""
 
 
-def run_gpu_tests(timeout=420, extra=(), shards=None, tests=None):
+def run_gpu_tests(timeout=300, extra=(), shards=None, tests=None):
     """``pytest -m gpu`` over the gpu test files of ``tests`` (default: the source tree's)
     in ``shards`` parallel processes (default: half the CPU cores, at most 8);
     ``{returncode, summary, counts, shards, tail}``."""
