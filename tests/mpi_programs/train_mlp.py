@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -65,5 +66,16 @@ def main():
     return 0
 
 
+def _record(out):
+    """Write this process's traceback to ``<out>/error.<pid>.txt`` too: mpiexec may stop
+    forwarding a rank's stderr once another rank failed, and the test reads both."""
+    with open(os.path.join(out, f"error.{os.getpid()}.txt"), "w") as f:
+        f.write(traceback.format_exc())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception:
+        _record(sys.argv[2])
+        raise
