@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybridgpu import autograd, gluon, nd
-from hybridgpu.bench import seed_mlp
+from hybridgpu import gluon, nd
+from hybridgpu.bench import loop_step, seed_mlp
 
 MODES = ["imperative", "hybridized", "captured"]
 
@@ -61,15 +61,8 @@ def _one_step(mode, net, x, y):
     if mode == "captured":
         train_step = gluon.TrainStep(net, loss_fn, trainer)
         return lambda: train_step(x, y), train_step
-
-    def loop():
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(x.shape[0])
-        return loss
-
-    return loop, None
+    loop = loop_step(net, loss_fn, trainer)
+    return lambda: loop(x, y), None
 
 
 def make_step(workload, ctx, mode):

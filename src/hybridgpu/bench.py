@@ -32,7 +32,7 @@ from . import autograd, gluon, nd
 from .bench_env import blas_limit, device_choice, environment
 from .context import cpu
 
-__all__ = ["run_table", "format_table", "main", "MODELS", "measure"]
+__all__ = ["run_table", "format_table", "main", "MODELS", "measure", "loop_step"]
 
 
 def _sync(ctx):
@@ -149,18 +149,39 @@ def _momentum_sgd_floor(xp, params, x, label, lr=1e-3, momentum=0.9):
     return step
 
 
+def loop_step(net, loss_fn, trainer):
+    """The Gluon training loop's step as a function of ``(x, y)``: record, forward, loss,
+    ``backward``, ``trainer.step(len(x))``; returns the loss (what ``gluon.TrainStep`` is
+    compared with).
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> net = gluon.nn.Dense(1, in_units=1)
+        >>> net.initialize(mx.init.One())
+        >>> step = loop_step(net, gluon.loss.L2Loss(), gluon.Trainer(net.collect_params(), "sgd"))
+        >>> step(nd.ones((1, 1)), nd.zeros((1, 1))).asnumpy().tolist()  # 0.5 * (1 + 0) ** 2
+        [0.5]
+    """
+    def step(x, y):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(x.shape[0])
+        return loss
+
+    return step
+
+
 def _mlp_train(ctx, batch):
     net, x, _ = _mlp(ctx, batch)
     label = nd.array(np.random.RandomState(1).randint(0, 2, batch).astype(np.float32), ctx=ctx)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1e-3,
                                                           "momentum": 0.9})
+    loop = loop_step(net, loss_fn, trainer)
 
     def imperative():
-        with autograd.record():
-            loss = loss_fn(net(x), label)
-        loss.backward()
-        trainer.step(batch)
+        loop(x, label)
 
     def hybridized():
         net.hybridize()

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autograd, gluon, nd
-from ..bench import seed_mlp
+from .. import gluon, nd
+from ..bench import loop_step, seed_mlp
 from ..timing import time_calls
 
 __all__ = ["train_step", "MODES", "CHECK_STEPS"]
@@ -63,15 +63,7 @@ def _step_fn(mode, net, loss_fn, trainer):
         return step, step
     if mode == "hybridized":
         net.hybridize()
-
-    def loop(x, y):
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(x.shape[0])
-        return loss
-
-    return loop, None
+    return loop_step(net, loss_fn, trainer), None
 
 
 def _weights(net):
