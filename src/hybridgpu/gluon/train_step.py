@@ -112,7 +112,7 @@ class TrainStep:
         self.return_outputs = return_outputs
         self.mode, self.reason = None, ""
         self._programs = collections.OrderedDict()
-        self._collected = None  # (cache token, the Parameters by name)
+        self._collected = None  # (cache token, the Parameters by name, sorted by name)
 
     def __call__(self, data, *labels, batch_size=None):
         datas = list(data) if isinstance(data, (list, tuple)) else [data]
@@ -176,14 +176,14 @@ class TrainStep:
         for block in (self.net, self.loss_fn):
             if hasattr(block, "collect_params"):
                 found.update((p.name, p) for p in block.collect_params().values())
-        self._collected = (token, found)
+        self._collected = (token, found, sorted(found.items()))
         return found
 
     def _program(self, datas, labels, params):
         """The compiled program of this signature (built on first sight), or why none."""
         inputs = datas + list(labels)
         key = (len(datas), tuple((a.shape, a.dtype) for a in inputs), inputs[0].context,
-               tuple((n, p.shape, p.dtype, p.grad_req) for n, p in sorted(params.items())))
+               tuple((n, p.shape, p.dtype, p.grad_req) for n, p in self._collected[2]))
         program = self._programs.get(key)
         if program is None:
             try:
@@ -245,6 +245,7 @@ class _StepProgram:
             self.ones = ctx.xp.ones(loss_type[0], dtype=loss_type[1])
         self.update, self.update_reason = None, ""
         self.update_signature, self.update_arrays = None, []
+        self._trained_for, self._trained_cache = None, None
         self.capture_reason = self._why_not_captured(step)
 
     def _why_not_captured(self, step):
@@ -294,10 +295,8 @@ class _StepProgram:
         this step's scalars, or None (then ``trainer.step`` updates, uncaptured).
         ``weights``: the NDArrays by name; ``grads``: the gradient arrays by output index."""
         trainer, optimizer = step.trainer, step.trainer._optimizer
-        trained = [(trainer._param2idx[p.name], p.name) for p in trainer._params
-                   if p.grad_req != "null"]
+        trained, slot = self._trained(trainer)
         indices = [index for index, _ in trained]
-        slot = {name: self.first_grad + k for k, name in enumerate(self.wrt)}
         trainer._sync_parameters()
         updater = trainer._updater_for(self.ctx)
         optimizer._set_current_context(self.ctx.device_id)
@@ -321,6 +320,18 @@ class _StepProgram:
         counts = [optimizer._index_update_count[i] for i in indices]
         self.update.prepare(optimizer._get_lrs(indices), optimizer._get_wds(indices), counts)
         return self.update
+
+
+    def _trained(self, trainer):
+        """``([(optimizer index, name)], {name: gradient output})`` of ``trainer``'s trained
+        parameters: fixed for this program (its key holds every ``grad_req``), worked out
+        once per Trainer."""
+        if self._trained_for is not trainer:
+            trained = [(trainer._param2idx[p.name], p.name) for p in trainer._params
+                       if p.grad_req != "null"]
+            slot = {name: self.first_grad + k for k, name in enumerate(self.wrt)}
+            self._trained_for, self._trained_cache = trainer, (trained, slot)
+        return self._trained_cache
 
 
 def _entries(out):

@@ -296,11 +296,10 @@ class CapturedUpdate:
         for (ctx, family, dtype), members in groups.items():
             rows = [(jobs[n], states) for n, states in members]
             table = _table(rows, dtype == multi_update.MULTI_PRECISION)
-            has_clip, scalars = _scalars(optimizer, family, _math_dtype(dtype),
-                                         [(0.0, 0.0)] * len(rows), [1] * len(rows))
+            has_clip, _ = _header(optimizer, family, _math_dtype(dtype))
             with ctx.scope():
                 device_table = ctx.xp.asarray(table)
-                buffer = ctx.xp.zeros(scalars.shape, scalars.dtype)
+                buffer = ctx.xp.zeros(multi_update.HEADER + 2 * len(rows), _math_dtype(dtype))
             grid, block = multi_update.launch_grid([job.weight.size for job, _ in rows])
             self.groups.append(_CapturedGroup(ctx, family, dtype, [n for n, _ in members],
                                               table, device_table, buffer, grid, block,

@@ -234,14 +234,20 @@ def _vector_loop(src, spec, name, extents, strides, index_t):
                 index = _index_expr("i", extents, st)
                 src.line(f"const float4 a{k} = reinterpret_cast<const float4*>(i{k})"
                          f"[({index}) / 4];")
-        for k in range(len(spec.outputs)):
-            src.line(f"float4 r{k};")
-        for lane in "xyzw":
-            args = [f"a{k}.{lane}" for k in range(len(spec.inputs))]
-            args += [f"r{k}.{lane}" for k in range(len(spec.outputs))]
-            src.line(f"{name}_f({', '.join(args)});")
-        for k in range(len(spec.outputs)):
-            src.line(f"reinterpret_cast<float4*>(o{k})[v] = r{k};")
+        vector_lanes(src, spec, name)
+
+
+def vector_lanes(src, spec, name):
+    """The vector path's body after its inputs are loaded as ``float4 a<k>``: the element
+    function on each lane ``xyzw``, then every output stored as one ``float4`` at ``v``."""
+    for k in range(len(spec.outputs)):
+        src.line(f"float4 r{k};")
+    for lane in "xyzw":
+        args = [f"a{k}.{lane}" for k in range(len(spec.inputs))]
+        args += [f"r{k}.{lane}" for k in range(len(spec.outputs))]
+        src.line(f"{name}_f({', '.join(args)});")
+    for k in range(len(spec.outputs)):
+        src.line(f"reinterpret_cast<float4*>(o{k})[v] = r{k};")
 
 
 def launch_config(kernel):

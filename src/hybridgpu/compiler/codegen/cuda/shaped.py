@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from .ctype import COMPUTE, STORAGE
-from .elementwise import Kernel, coalesce, scalar_element
+from .elementwise import Kernel, coalesce, scalar_element, vector_lanes
 from .source import CudaSource, param_kinds
 
 __all__ = ["generate_shaped", "shape_arguments", "shape_free_key"]
@@ -128,14 +128,7 @@ def _vector_loop(src, spec, name, rank):
                 for n, lane in enumerate("xyzw"):
                     at = _at(name, k, rank, f"i + {n}" if n else "i")
                     src.line(f"a{k}.{lane} = i{k}[{at}];")
-        for k in range(len(spec.outputs)):
-            src.line(f"float4 r{k};")
-        for lane in "xyzw":
-            args = [f"a{k}.{lane}" for k in range(len(spec.inputs))]
-            args += [f"r{k}.{lane}" for k in range(len(spec.outputs))]
-            src.line(f"{name}_f({', '.join(args)});")
-        for k in range(len(spec.outputs)):
-            src.line(f"reinterpret_cast<float4*>(o{k})[v] = r{k};")
+        vector_lanes(src, spec, name)
 
 
 def shape_arguments(spec, kernel):

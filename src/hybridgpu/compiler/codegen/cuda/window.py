@@ -96,7 +96,7 @@ def generate_pool(spec, name):
     n, c, h, w = spec.shape
     oh, ow = spec.out_hw
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.pad
-    acc, t = ("double" if spec.dtype == "float64" else "float"), STORAGE[spec.dtype]
+    acc, t = COMPUTE[spec.dtype], STORAGE[spec.dtype]
     total = n * c * oh * ow
     params, bound = _sized([f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0"], spec, total)
     src = CudaSource()
@@ -134,7 +134,7 @@ def _divide(src, spec, h, w):
         src.line(f"const int ch = min(y0 + {kh}, {h}) - max(y0, 0);")
         src.line(f"const int cw = min(x0 + {kw}, {w}) - max(x0, 0);")
     src.line("const int cnt = max(ch, 1) * max(cw, 1);")
-    acc = "double" if spec.dtype == "float64" else "float"
+    acc = COMPUTE[spec.dtype]
     src.line(f"v = v / ({acc})(cnt);")
 
 
@@ -145,7 +145,6 @@ def generate_conv(spec, name):
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = spec.kernel, spec.stride, spec.pad, spec.dilate
     cg, og = c // spec.groups, o // spec.groups
     acc, t = COMPUTE[spec.dtype], STORAGE[spec.dtype]
-    acc = "double" if acc == "double" else "float"
     total = math.prod(spec.out_shape)
     params = [f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0", f"const {t}* __restrict__ wt"]
     if spec.bias:
@@ -220,7 +219,7 @@ def generate_col2im(spec, name):
     n, f, oh, ow = spec.shape
     _, _, h, w = spec.out_shape
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = spec.kernel, spec.stride, spec.pad, spec.dilate
-    t, acc = STORAGE[spec.dtype], "double" if spec.dtype == "float64" else "float"
+    t, acc = STORAGE[spec.dtype], COMPUTE[spec.dtype]
     p = h * w
     params = [f"{t}* __restrict__ o0", f"const {t}* __restrict__ col"]
     if spec.bias:
@@ -270,7 +269,7 @@ def generate_pool_backward(spec, name):
     n, c, h, w = spec.shape
     oh, ow = spec.out_hw
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.pad
-    acc, t = ("double" if spec.dtype == "float64" else "float"), STORAGE[spec.dtype]
+    acc, t = COMPUTE[spec.dtype], STORAGE[spec.dtype]
     total = n * c * h * w
     params = [f"{t}* __restrict__ o0", f"const {t}* __restrict__ i0",
               f"const {t}* __restrict__ y0", f"const {t}* __restrict__ g0"]
