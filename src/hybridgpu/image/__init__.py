@@ -4,7 +4,9 @@
 order; ``flag=0``: (H, W, 1) grey); ``imresize``, ``resize_short``, ``fixed_crop``,
 ``center_crop``, ``random_crop``, ``scale_down`` and ``color_normalize`` follow MXNet's
 signatures and OpenCV's sampling (``image.resize``). Decoding needs Pillow
-(``pip install 'hybridgpu[image]'``).
+(``pip install 'hybridgpu[image]'``) and accepts only the formats OpenCV decodes, told apart by
+their first bytes (``image.formats``): any other buffer raises an ``MXNetError`` before Pillow
+sees it.
 
 Example:
     >>> import numpy as np
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray, array
+from .formats import pillow_format
 from .resize import resize
 
 __all__ = ["imdecode", "imread", "imresize", "resize_short", "fixed_crop", "center_crop",
@@ -51,18 +54,21 @@ def _grey(rgb):
 
 def imdecode(buf, flag=1, to_rgb=1, out=None):
     """Decode an encoded image (bytes, bytearray or a uint8 NDArray/array of the file's
-    bytes) into a uint8 NDArray: (H, W, 3) for ``flag=1``, (H, W, 1) grey for ``flag=0``."""
+    bytes) into a uint8 NDArray: (H, W, 3) for ``flag=1``, (H, W, 1) grey for ``flag=0``.
+    JPEG, PNG, BMP, TIFF, PPM/PGM/PBM and WebP only (``formats.ACCEPTED``), as MXNet's OpenCV;
+    other formats raise an ``MXNetError`` before any decoder sees the bytes."""
     if isinstance(buf, NDArray):
         buf = buf.asnumpy()
     data = buf.tobytes() if isinstance(buf, np.ndarray) else bytes(buf)
+    plugin = pillow_format(data)
     try:
-        pic = _pillow().open(io.BytesIO(data))
+        pic = _pillow().open(io.BytesIO(data), formats=(plugin,))
         pic.load()
     except MXNetError:
         raise
     except Exception as err:
-        raise MXNetError(f"imdecode: the buffer ({len(data)} bytes) is not an image Pillow "
-                         f"can decode ({err})") from None
+        raise MXNetError(f"imdecode: the buffer ({len(data)} bytes) starts as {plugin} but "
+                         f"is not an image Pillow can decode ({err})") from None
     rgb = np.asarray(pic.convert("RGB"))
     pixels = _grey(rgb)[:, :, None] if flag == 0 else (rgb if to_rgb else rgb[:, :, ::-1])
     result = array(np.ascontiguousarray(pixels), dtype="uint8")
