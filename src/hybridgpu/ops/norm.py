@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..base import MXNetError
 from .attrs import Bool, Enum, Float, Int
 from .lowering import Lowering, same_float
@@ -120,10 +122,23 @@ def _bn_layout(data, axis):
     return ax, red, _along(data.ndim, ax, channels), channels
 
 
+def moving_average_momentum(momentum):
+    """BatchNorm's ``momentum`` as MXNet applies it: a C ``float`` attribute, so 0.9 weighs
+    the old statistic by ``float32(0.9)`` and the batch's by ``1 - float32(0.9)`` in the
+    statistics' own precision (which matters for float64 statistics).
+
+    Example:
+        >>> moving_average_momentum(0.9) == float(np.float32(0.9))
+        True
+    """
+    return float(np.float32(momentum))
+
+
 def _bn_compute(xp, data, gamma, beta, moving_mean, moving_var, *, eps, momentum, fix_gamma,
                 use_global_stats, output_mean_var, axis, cudnn_off=False, min_calib_range=None,
                 max_calib_range=None, is_train=False):
     _, red, bshape, channels = _bn_layout(data, axis)
+    momentum = moving_average_momentum(momentum)
     for name, arr in zip(_BN_PARAMS, (gamma, beta, moving_mean, moving_var)):
         _check_vector("BatchNorm", name, arr, channels)
     x = data if data.dtype == moving_mean.dtype else data.astype(moving_mean.dtype)
@@ -175,7 +190,7 @@ def _emit_bn(site):
     axis = attrs["axis"] % ndim
     bshape = tuple(site.in_shapes[0][axis] if i == axis else 1 for i in range(ndim))
     invstd, scale = site.temp(f"{o}_invstd"), site.temp(f"{o}_scale")
-    lines = [f"{invstd} = 1.0 / {xp}.sqrt({var} + {attrs['eps']!r})",
+    lines = [f"{invstd} = 1.0 / {xp}.sqrt({var} + {site.number(attrs['eps'])})",
              f"{scale} = {invstd}" if attrs["fix_gamma"] else f"{scale} = {gamma} * {invstd}",
              f"{xp}.subtract({x}, {mean}.reshape({bshape!r}), out={o})",
              f"{xp}.multiply({o}, {scale}.reshape({bshape!r}), out={o})",

@@ -64,7 +64,7 @@ from .site import Site, const_name, lowering_of
 
 __all__ = ["Program", "generate", "build_cpu_executable", "Namespace"]
 
-_BUILDER_NAMES = ("np", "bind", "owned", "single", "inputs", "rng", "forward")
+_BUILDER_NAMES = ("np", "bind", "owned", "single", "inputs", "rng", "forward", "ATTRS")
 #: A graph output that may share memory with more than this many arrays is copied outright.
 _MAX_OWNED_CHECKS = 8
 
@@ -150,27 +150,11 @@ def _size(nbytes):
     return f"{nbytes / 1024:.1f} KiB" if nbytes < 1024 ** 2 else f"{nbytes / 1024 ** 2:.1f} MiB"
 
 
-def _literal(value):
-    """Source text that evaluates to ``value``, or None."""
-    if isinstance(value, str):
-        return python_string(value)
-    if value is None or isinstance(value, (bool, int)):
-        return repr(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else None
-    if isinstance(value, (tuple, list)):
-        parts = [_literal(v) for v in value]
-        if any(p is None for p in parts):
-            return None
-        inner = ", ".join(parts) + ("," if isinstance(value, tuple) and len(parts) == 1 else "")
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    return None
-
-
 def _scalar_literal(value):
-    if isinstance(value, float) and not math.isfinite(value):
+    """Source text of a number (a Python bool, int or float only), or None."""
+    if type(value) is float and not math.isfinite(value):
         return f"float({str(value)!r})"
-    return repr(value)
+    return repr(value) if type(value) in (bool, int, float) else None
 
 
 def _bind(op, **attrs):
@@ -201,7 +185,9 @@ class _Module:
         self.constants = {}             # (repr, dtype name) -> (name, line)
         self.lines = []                 # views and definitions
         self.binds = []                 # ``x_compute = bind(op_X, ...)`` lines
-        self.namespace = {"np": np, "bind": _bind, "owned": _owned, "single": _single}
+        self.attrs = []                 # ATTRS[n]: the attributes of the n-th bound compute
+        self.namespace = {"np": np, "bind": _bind, "owned": _owned, "single": _single,
+                          "ATTRS": self.attrs}
         self._views = {}                # (base, shape) -> name
         self._helpers = {}              # id(function) -> its name in the namespace
         self._ops = {}                  # id(OpDef) -> its name in the namespace
@@ -213,21 +199,24 @@ class _Module:
             op_name = self._ops[id(op)] = self.names.name(f"op_{op.name}")
             self.namespace[op_name] = op
         fn = self.names.name(hint)
-        texts = {k: _literal(v) for k, v in attrs.items()}
-        if all(t is not None for t in texts.values()):
-            args = "".join(f", {k}={t}" for k, t in texts.items())
-        else:  # an attribute without a literal (a NaN, an object): pass the dict
-            attrs_name = self.names.name(f"{fn}_attrs")
-            self.namespace[attrs_name] = dict(attrs)
-            args = f", **{attrs_name}"
-        self.binds.append(f"{fn} = bind({op_name}{args})")
+        # attributes are data, never text: keys and values come from files (a Custom op
+        # takes any key), so the program indexes a table built here and the source shows
+        # them only in an escaped comment
+        self.attrs.append(dict(attrs))
+        shown = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
+        self.binds.append(f"{fn} = bind({op_name}, **ATTRS[{len(self.attrs) - 1}])  "
+                          + python_comment(shown))
         return fn
 
     def const(self, value, dtype):
         key = (repr(value), dtype.name)
         if key not in self.constants:
             name = self.names.name(const_name(value, dtype))
-            line = f"{name} = {_dtype_expr(dtype)}({_scalar_literal(value)})"
+            text = _scalar_literal(value)
+            if text is None:  # not a plain number: handed over as data, never as text
+                text = self.names.name(f"{name}_value")
+                self.namespace[text] = value
+            line = f"{name} = {_dtype_expr(dtype)}({text})"
             self.constants[key] = (name, line)
         return self.constants[key][0]
 
@@ -446,6 +435,8 @@ class _Emitter:
             f"# {count} buffer{'s' * (count != 1)} ({size}){extra} preallocated and reused; "
             "outputs are allocated fresh each call",
             "# from the builder: np; bind(op, **attrs) = op.compute with np and attrs fixed;",
+            *(["#   ATTRS[n] = the attributes of the n-th bind (data, never written as code);"]
+              if gen.module.attrs else []),
             "#   owned(x, *others) = x, or a copy if it may share memory with others; "
             "op_<Name> = OpDefs"])
 

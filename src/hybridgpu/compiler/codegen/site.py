@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import numpy as np
@@ -86,6 +87,22 @@ class Site:
     def bind(self, hint, op, attrs):
         """The name of a module-level ``op.compute`` with NumPy and ``attrs`` fixed."""
         return self.module.bind(hint, op, attrs)
+
+    @staticmethod
+    def number(value):
+        """Python source of a number attribute (a Python float: NaN and infinities included),
+        never anything else: an attribute is data, so a value that is not a plain number
+        raises instead of being pasted into a program.
+
+        Example:
+            >>> Site.number(1e-05), Site.number(float("nan")), Site.number(-float("inf"))
+            ('1e-05', "float('nan')", "float('-inf')")
+        """
+        if type(value) in (bool, int):
+            value = float(value)
+        if type(value) is not float:
+            raise TypeError(f"expected a number attribute, got {type(value).__name__}")
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
 
 
 class _LocalModule:

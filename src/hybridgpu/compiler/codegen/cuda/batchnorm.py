@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...passes.cuda_expr import c_literal
 from .ctype import COMPUTE, STORAGE, load, store
 from .elementwise import Kernel
 from .reduce import MAX_GRID, ReduceSpec, _geometry, _loop, _offset, _tree, block_size
@@ -103,11 +104,12 @@ def _forward(src, spec, length, red):
                                              "v += d * d; }"))
     _tree(src, "double", "a + b", "squares")
     src.line(f"const double var = {rounded}(squares / {length}.0);")
-    src.line(f"const double invstd = 1.0 / sqrt(var + {spec.eps!r});")
+    src.line(f"const double invstd = 1.0 / sqrt(var + {c_literal(spec.eps)});")
     with src.block("if (threadIdx.x == 0)"):
         keep, new = spec.momentum, 1.0 - spec.momentum
         for moving, stat in (("mmean", "mean"), ("mvar", "var")):
-            src.line(f"{moving}[row] = {store(spec.param_dtype, f'{_p(spec, moving)} * {keep!r} + {new!r} * {stat}')};")  # noqa: E501
+            update = f"{_p(spec, moving)} * {c_literal(keep)} + {c_literal(new)} * {stat}"
+            src.line(f"{moving}[row] = {store(spec.param_dtype, update)};")
         src.line(f"o1[row] = {store(spec.param_dtype, 'mean')};")
         src.line(f"o2[row] = {store(spec.param_dtype, 'invstd')};")
     scale = "invstd" if spec.fix_gamma else f"{_p(spec, 'gamma')} * invstd"

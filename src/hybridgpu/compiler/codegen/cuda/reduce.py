@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...passes.cuda_expr import c_literal
 from .ctype import STORAGE, load, store
 from .elementwise import Kernel, _index_expr
 from .source import CudaSource, param_kinds
@@ -145,7 +146,7 @@ def _value(spec, acc, var="r"):
     """C expression of element ``var`` of the row, loaded as ``acc`` (scaled for rows)."""
     value = load(spec.in_dtype, f"i0[base + {var}_off]", acc)
     if spec.kind in ("softmax", "log_softmax") and spec.scale != 1.0:
-        value = f"{value} * ({acc})({spec.scale!r})"
+        value = f"{value} * ({acc})({c_literal(spec.scale)})"
     return value
 
 
@@ -217,7 +218,8 @@ def _layer_norm_body(src, spec, acc, length, red):
     _loop(src, length, red, lambda: src.line(
         f"{{ const {acc} d = {_value(spec, acc)} - mean; v += d * d; }}"))
     _tree(src, acc, "a + b", "squares")
-    src.line(f"const {acc} sd = sqrt(squares / ({acc}){length} + ({acc})({spec.scale!r}));")
+    eps = c_literal(spec.scale)
+    src.line(f"const {acc} sd = sqrt(squares / ({acc}){length} + ({acc})({eps}));")
     with src.block("if (threadIdx.x == 0)"):
         src.line(f"o1[row] = {store(spec.out_dtype, f'({acc})mean')};")
         src.line(f"o2[row] = {store(spec.out_dtype, f'({acc})sd')};")
