@@ -4,6 +4,8 @@
 pickled, any dataset works) and keeps up to ``prefetch`` batches in flight; batches still come
 out in sampler order, identical to ``num_workers=0``. The threads live for one pass and are
 shut down when it ends, is abandoned, or fails (a worker's exception is raised in the loop).
+They are daemon threads: a worker stuck in a read (after the loop raised ``TimeoutError``)
+never keeps the process from exiting.
 
 ``default_batchify_fn`` stacks NDArrays with ``nd.stack``, turns NumPy arrays and numbers into
 NDArrays (keeping their dtype), and batches each field of tuple samples separately.
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import queue
+import threading
 import warnings
 
 import numpy as np
@@ -120,6 +124,51 @@ class _SameThreadIter:
         """Nothing to release (for symmetry with the threaded iterator)."""
 
 
+class _DaemonPool:
+    """``num_workers`` daemon threads running submitted calls, each giving a ``Future``.
+
+    ``concurrent.futures.ThreadPoolExecutor`` joins its threads when the interpreter exits,
+    so one worker blocked forever would keep the process alive after the loop gave up on it;
+    daemon threads are abandoned at exit instead.
+
+    Example:
+        >>> pool = _DaemonPool(2)
+        >>> pool.submit(sum, [1, 2]).result(timeout=10)
+        3
+        >>> pool.shutdown()
+    """
+
+    def __init__(self, workers):
+        self._work = queue.SimpleQueue()
+        for index in range(workers):
+            threading.Thread(target=self._run, name=f"hybridgpu-DataLoader_{index}",
+                             daemon=True).start()
+        self._workers = workers
+
+    def _run(self):
+        while (item := self._work.get()) is not None:
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as err:  # handed to the loop, which raises it
+                future.set_exception(err)
+            del item, future
+
+    def submit(self, fn, *args):
+        """Run ``fn(*args)`` in a worker; returns its ``concurrent.futures.Future``."""
+        future = concurrent.futures.Future()
+        self._work.put((future, fn, args))
+        return future
+
+    def shutdown(self):
+        """Let every worker end once its current call returns (queued calls are cancelled
+        by the caller first); returns at once."""
+        for _ in range(self._workers):
+            self._work.put(None)
+
+
 class _ThreadedIter:
     """One pass with ``num_workers`` threads and up to ``prefetch`` batches in flight, handed
     out in sampler order. The thread pool is shut down when the pass ends, fails or is
@@ -130,8 +179,7 @@ class _ThreadedIter:
         self._batches = iter(loader._batch_sampler)
         self._ctx = current_context()
         self._pending = collections.deque()
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=loader._num_workers, thread_name_prefix="hybridgpu-DataLoader")
+        self._pool = _DaemonPool(loader._num_workers)
         for _ in range(max(1, loader._prefetch)):
             if not self._submit():
                 break
@@ -179,7 +227,7 @@ class _ThreadedIter:
         for future in self._pending:
             future.cancel()
         self._pending.clear()
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown()
 
     def __del__(self):
         self.close()
@@ -297,3 +345,11 @@ def _as_int(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     return int(value)
+
+
+# MXNet's worker-pool pieces, which GluonCV and GluonNLP import from this module (issue 21)
+from .worker_iter import (  # noqa: E402,F401
+    ForkingPickler,
+    _MultiWorkerIter,
+    default_mp_batchify_fn,
+)
