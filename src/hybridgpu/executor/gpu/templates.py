@@ -26,6 +26,7 @@ from ...compiler.codegen.cuda.pick import PickSpec
 from ...compiler.codegen.cuda.reduce import KINDS, ReduceSpec
 from ...compiler.codegen.cuda.window import ConvSpec, PoolSpec
 from ...ops.conv import _deconv_pad_adj
+from ...ops.norm import moving_average_momentum
 from ...ops.reduce import reduction_axes
 from ...ops.rules import known, normalize_axis
 
@@ -214,7 +215,8 @@ def batch_norm_spec(graph, i, is_train):
         return None
     axis = normalize_axis(attrs["axis"], len(shape), node.op.name)
     return BatchNormSpec(tuple(shape), dtype, axis, param, float(attrs["eps"]),
-                         float(attrs["momentum"]), bool(attrs["fix_gamma"]), backward, train)
+                         moving_average_momentum(attrs["momentum"]), bool(attrs["fix_gamma"]),
+                         backward, train)
 
 
 def _conv_like(graph, i, name, n_inputs):
