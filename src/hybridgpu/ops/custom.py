@@ -110,12 +110,12 @@ def _result(arrays):
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
 
 
-def _forward(xp, *arrays, is_train=False, **attrs):
+def _forward(xp, /, *arrays, is_train=False, **attrs):
     handler, kwargs = _split(attrs)
     return _result(handler.forward(xp, list(arrays), kwargs, is_train))
 
 
-def _backward(xp, *arrays, **attrs):
+def _backward(xp, /, *arrays, **attrs):
     handler, kwargs = _split(attrs)
     return _result(handler.backward(xp, list(arrays), kwargs))
 
