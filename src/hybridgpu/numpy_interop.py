@@ -6,6 +6,9 @@
   ``TypeError`` as MXNet 1.9.1 does ("type <class 'numpy.ndarray'> not supported").
 - Other ufuncs on NDArrays (``np.exp(x)``) run on a NumPy copy and return a NumPy array.
 - Any other ufunc on a Symbol raises, naming the F function to call instead.
+- ``asnumpy()`` of a one-element array of shape ``(1,)`` (what MXNet's ``x.mean()`` gives)
+  converts with ``float()``/``int()``/``'%f' %`` as under the NumPy 1.x that MXNet users ran;
+  NumPy 2.4 raises ``TypeError`` there (``OneElementArray``, docs/differences.md).
 
 Example:
     >>> import numpy as np
@@ -26,7 +29,7 @@ import numpy as np
 
 from .base import ArgumentTypeError
 
-__all__ = ["scalar_operator", "ndarray_ufunc"]
+__all__ = ["scalar_operator", "ndarray_ufunc", "OneElementArray", "host_array"]
 
 #: ufunc -> (the operator method for ``array op number``, for ``number op array``)
 _OPERATORS = {
@@ -68,3 +71,41 @@ def ndarray_ufunc(cls, ufunc, method, inputs, kwargs):
                                 "(out=); use the nd function with out= instead")
     values = [v.asnumpy() if isinstance(v, cls) else v for v in inputs]
     return getattr(ufunc, method)(*values, **kwargs)
+
+
+class OneElementArray(np.ndarray):
+    """A NumPy array of one element and one or more dimensions that converts to a Python
+    number as NumPy 1.x did: MXNet 1.x code writes ``'loss %f' % l.mean().asnumpy()``
+    (``mean()`` has shape ``(1,)``), which NumPy 2.4 refuses. Everything else is NumPy's:
+    ufunc and reduction results are plain ``numpy.ndarray``.
+
+    Example:
+        >>> x = host_array(np.array([1.5], np.float32))
+        >>> 'loss %.2f' % x, int(x), type(x + 1).__name__
+        ('loss 1.50', 1, 'ndarray')
+    """
+
+    def __float__(self):
+        return float(self.reshape(-1)[0])
+
+    def __int__(self):
+        return int(self.reshape(-1)[0])
+
+    def __complex__(self):
+        return complex(self.reshape(-1)[0])
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        if return_scalar:
+            return array[()]
+        return array.view(np.ndarray)
+
+
+def host_array(array):
+    """``array`` as ``asnumpy()`` hands it out: a ``OneElementArray`` view when it holds one
+    element in one or more dimensions, else ``array`` itself."""
+    if array.ndim >= 1 and array.size == 1 and type(array) is np.ndarray:
+        return array.view(OneElementArray)
+    return array

@@ -108,7 +108,11 @@ class NDArray:
 
     # -- host values --------------------------------------------------------------------
     def asnumpy(self):
-        """A NumPy copy of the data (synchronizes a gpu array)."""
+        """A NumPy copy of the data (synchronizes a gpu array). One element of shape ``(1,)``
+        converts with ``float()`` as under NumPy 1.x (``numpy_interop.OneElementArray``)."""
+        return numpy_interop.host_array(self._host_copy())
+
+    def _host_copy(self):
         if self._ctx.is_gpu:
             return self._data.get()
         return np.array(self._data, copy=True)
@@ -281,7 +285,7 @@ class NDArray:
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):
-        out = self.asnumpy()
+        out = self._host_copy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
