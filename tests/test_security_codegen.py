@@ -224,3 +224,45 @@ def test_each_payload_alone_as_a_key_runs_nothing(tmp_path, n):
     """One hostile key at a time (the reported key alone ran ``touch`` before the fix)."""
     text = _payloads(tmp_path / "MARKER")[n]
     _check_path(tmp_path, mx.cpu(), "bind", {text: "1", "other": text})
+
+
+def _nonfinite_cases():
+    x, g, b = mx.sym.var("x"), mx.sym.var("g"), mx.sym.var("b")
+    mm, mv = mx.sym.var("mm"), mx.sym.var("mv")
+    nan, inf = float("nan"), float("inf")
+    return {
+        "bn_eps_nan": mx.sym.BatchNorm(x, g, b, mm, mv, eps=nan),
+        "bn_eps_inf": mx.sym.BatchNorm(x, g, b, mm, mv, eps=inf),
+        "bn_momentum_nan": mx.sym.BatchNorm(x, g, b, mm, mv, momentum=nan),
+        "ln_eps_nan": mx.sym.LayerNorm(x, g, b, eps=nan),
+        "ln_eps_inf": mx.sym.LayerNorm(x, g, b, eps=inf),
+        "softmax_temperature_nan": mx.sym.softmax(x, temperature=nan),
+        "softmax_temperature_inf": mx.sym.softmax(x, temperature=inf),
+        "log_softmax_temperature_inf": mx.sym.log_softmax(x, temperature=inf),
+    }
+
+
+def _run_nonfinite(sym, ctx, is_train):
+    """Outputs and moving statistics of ``sym`` on a (2, 3, 4) input."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7
+    width = 4 if "LayerNorm" in sym.tojson() else 3
+    args = {"x": nd.array(x, ctx=ctx), "g": nd.ones((width,), ctx=ctx),
+            "b": nd.zeros((width,), ctx=ctx)}
+    args = {k: v for k, v in args.items() if k in sym.list_arguments()}
+    aux = {"mm": nd.zeros((3,), ctx=ctx), "mv": nd.ones((3,), ctx=ctx)}
+    aux = {k: v for k, v in aux.items() if k in sym.list_auxiliary_states()}
+    out = sym.bind(ctx, args, aux_states=aux).forward(is_train=is_train)[0].asnumpy()
+    return [out] + [a.asnumpy() for a in aux.values()]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("is_train", [False, True])
+@pytest.mark.parametrize("case", sorted(_nonfinite_cases()))
+def test_nan_and_inf_attributes_run_on_gpu_as_on_cpu(gpu_available, case, is_train):
+    """``nan``/``inf`` in a float attribute compile into valid CUDA C (bit patterns, not the
+    words ``nan``/``inf``) and give cpu's numbers."""
+    sym = _nonfinite_cases()[case]
+    want = _run_nonfinite(sym, mx.cpu(), is_train)
+    got = _run_nonfinite(sym, gpu_available, is_train)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True)
