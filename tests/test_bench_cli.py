@@ -48,8 +48,9 @@ def test_bench_prints_device_reason_threads_spread_and_legend(tmp_path):
     assert "1 thread(s) (fixed to 1 with threadpoolctl" in text
     row = next(line for line in text.splitlines() if line.startswith("mlp-batch3"))
     assert "3x512" in row and row.count("(") == 3 and row.count("-") >= 3  # min-max spreads
-    for column in ("floor", "imperative", "hybridized", "speedup"):
+    for column in ("by hand", "imperative", "hybridized", "speedup"):
         assert f"  {column} " in text
+    assert "floor" not in text and "out=" in text  # named for what it is, and says how
     saved = json.loads(path.read_text())
     assert saved["blas_threads"] == 1 and saved["device"] == "cpu(0)"
     assert len(saved["commit"]) in (40, 7) or saved["commit"] == "unknown"
@@ -59,6 +60,8 @@ def test_bench_prints_device_reason_threads_spread_and_legend(tmp_path):
     assert row["repeats"] == 2
     low, high = row["hybridized_spread_us"]
     assert low <= row["hybridized_us"] <= high
+    low, high = row["by_hand_spread_us"]
+    assert 0 < low <= row["by_hand_us"] <= high
 
 
 def test_blas_limit_sets_and_restores_the_thread_count():
@@ -85,20 +88,54 @@ def test_workloads_for_applies_batch_to_batched_models_only():
 
 
 @pytest.mark.parametrize("batch", [1, 3])
-def test_training_floor_does_the_math_of_a_training_step(batch):
-    """The mlp-train row's hand-written floor takes the step the Gluon loop takes (the same
+def test_training_by_hand_does_the_math_of_a_training_step(batch):
+    """The mlp-train row's hand-written step takes the step the Gluon loop takes (the same
     weights after two steps), and its hybridized side is a TrainStep giving them too."""
     from hybridgpu import cpu
 
     work = bench.MODELS["mlp-train"][0](cpu(0), batch)
     for _ in range(2):
         work.imperative()
-        work.floor()
-    for layer, (w, b) in zip(work.net, work.floor.params):
+        work.by_hand()
+    for layer, (w, b) in zip(work.net, work.by_hand.params):
         np.testing.assert_allclose(layer.weight.data().asnumpy(), w, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(layer.bias.data().asnumpy(), b, rtol=1e-5, atol=1e-7)
     work.hybridized()()
     assert work.train_step.mode == "compiled", work.train_step.reason
+
+
+@pytest.mark.parametrize("model, batch", [("mlp", 1), ("mlp", 5), ("chain8", None)])
+def test_by_hand_computes_what_the_network_computes(model, batch):
+    from hybridgpu import cpu
+
+    work = bench.MODELS[model][0](cpu(0), batch)
+    expected = work.imperative().asnumpy()
+    np.testing.assert_allclose(work.by_hand(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(work.hybridized()().asnumpy(), work.by_hand(), rtol=1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("model, batch", [("mlp", 128), ("chain8", None), ("mlp-train", 64)])
+def test_by_hand_allocates_no_array_per_call(model, batch):
+    """The by-hand column writes into buffers allocated once: a naive NumPy version makes a
+    temporary array per op (for chain8 megabytes a call, for these MLPs 64 KiB and more each);
+    what is allowed is NumPy's own broadcasting buffer (8192 elements, 32 KiB)."""
+    import tracemalloc
+
+    from hybridgpu import cpu
+
+    work = bench.MODELS[model][0](cpu(0), batch)
+    work.by_hand()  # warm-up (BLAS, ufunc loops)
+    first = work.by_hand()
+    tracemalloc.start()
+    try:
+        again = work.by_hand()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 48 * 1024, f"{model}: {peak} bytes allocated in one by-hand call"
+    if first is not None:
+        assert again is first  # the same output buffer, written again
 
 
 def test_measure_returns_median_within_its_spread():
@@ -135,3 +172,18 @@ def test_a_failing_workload_is_reported_and_the_others_still_run(monkeypatch):
     table = bench.format_table(rows)
     assert "chain8-elementwise: FAILED, RuntimeError: no kernel today" in table
     assert "mlp-batch1" in table.splitlines()[2]
+
+
+@pytest.mark.gpu
+def test_by_hand_on_gpu_computes_what_the_network_computes(gpu_available):
+    """The by-hand versions run unchanged on CuPy (or the virtual GPU): out= everywhere."""
+    work = bench.MODELS["mlp"][0](gpu_available, 3)
+    np.testing.assert_allclose(work.by_hand().get(), work.imperative().asnumpy(), rtol=1e-4,
+                               atol=1e-5)
+    train = bench.MODELS["mlp-train"][0](gpu_available, 2)
+    for _ in range(2):
+        train.imperative()
+        train.by_hand()
+    for layer, (w, _) in zip(train.net, train.by_hand.params):
+        np.testing.assert_allclose(layer.weight.data().asnumpy(), w.get(), rtol=1e-4,
+                                   atol=1e-6)

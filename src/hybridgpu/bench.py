@@ -1,8 +1,9 @@
 """The main job: ``python -m hybridgpu bench`` times each model imperatively and hybridized,
-beside a hand-written NumPy/CuPy floor, on gpu(0) if there is one, else cpu(0), and prints a
-table that says what it measured and where.
+beside the same math written by hand in NumPy/CuPy (the ``by hand`` column: one call per op
+into buffers allocated once, ``out=``, constants folded by hand, no framework), on gpu(0) if
+there is one, else cpu(0), and prints a table that says what it measured and where.
 
-Workloads: the seeds' MLP (Dense 256 relu, Dense 128 relu, Dense 2 on 512 features) at batch 1
+Workloads: the example MLP (Dense 256 relu, Dense 128 relu, Dense 2 on 512 features) at batch 1
 and 64; a chain of 8 elementwise ops (2^24 float32 on gpu, 2^20 on cpu); resnet18_v1 at batch 1
 (224x224 on gpu, 64x64 on cpu so that the cpu run stays short); and one training step of the
 MLP at batch 1 (``mlp-train``: the Gluon loop before ``hybridize()`` vs ``gluon.TrainStep`` on
@@ -62,7 +63,8 @@ def measure(fn, ctx, repeat=7, quick=False):
 
 
 def seed_mlp():
-    """The seeds' MLP: Dense(256, relu), Dense(128, relu), Dense(2)."""
+    """The example MLP of the README and the benchmarks: Dense(256, relu), Dense(128, relu),
+    Dense(2) (on 512 features)."""
     net = gluon.nn.HybridSequential()
     with net.name_scope():
         net.add(gluon.nn.Dense(256, activation="relu"), gluon.nn.Dense(128, activation="relu"),
@@ -75,17 +77,27 @@ def _mlp(ctx, batch):
     net.initialize(ctx=ctx)
     x = nd.array(np.random.RandomState(0).randn(batch, 512).astype(np.float32), ctx=ctx)
     net(x)
-    xp, raw = ctx.xp, [(d.weight.data(ctx).handle, d.bias.data(ctx).handle) for d in net]
-    fx = x.handle
+    raw = [(d.weight.data(ctx).handle, d.bias.data(ctx).handle) for d in net]
+    return net, x, _mlp_by_hand(ctx.xp, raw, x.handle)
 
-    def floor():
-        h = fx
-        for i, (w, b) in enumerate(raw):
-            h = h @ w.T + b
-            h = xp.maximum(h, 0) if i < 2 else h
+
+def _mlp_by_hand(xp, params, x):
+    """The MLP's forward by hand: per layer one GEMM, one bias add and one relu, each writing
+    into a buffer allocated here once (``out=``); returns its output buffer."""
+    bufs = [xp.empty((x.shape[0], w.shape[0]), dtype=x.dtype) for w, _ in params]
+    last = len(params) - 1
+
+    def by_hand():
+        h = x
+        for i, ((w, b), out) in enumerate(zip(params, bufs)):
+            xp.dot(h, w.T, out=out)
+            xp.add(out, b, out=out)
+            if i < last:
+                xp.maximum(out, 0, out=out)
+            h = out
         return h
 
-    return net, x, floor
+    return by_hand
 
 
 class _Chain8(gluon.HybridBlock):
@@ -100,14 +112,26 @@ class _Chain8(gluon.HybridBlock):
 def _chain(ctx, batch):
     n = (1 << 24) if ctx.is_gpu else (1 << 20)
     x = nd.array(np.random.RandomState(0).rand(n).astype(np.float32), ctx=ctx)
-    xp, fx = ctx.xp, x.handle
+    return _Chain8(), x, _chain_by_hand(ctx.xp, x.handle)
 
-    def floor():
-        y = xp.maximum(fx * 2.0 + 1.0 - 1.5, 0)
-        y = xp.exp(y * -1.0) * 3.0
-        return xp.sqrt(y + fx * fx)
 
-    return _Chain8(), x, floor
+def _chain_by_hand(xp, x):
+    """``_Chain8`` by hand: ``sqrt(3 exp(-relu(2x - 0.5)) + x^2)`` with the scalars folded,
+    into two buffers allocated here once (``out=``); returns the output buffer."""
+    y, sq = xp.empty_like(x), xp.empty_like(x)
+
+    def by_hand():
+        xp.multiply(x, 2.0, out=y)
+        xp.subtract(y, 0.5, out=y)
+        xp.maximum(y, 0, out=y)
+        xp.negative(y, out=y)
+        xp.exp(y, out=y)
+        xp.multiply(y, 3.0, out=y)
+        xp.multiply(x, x, out=sq)
+        xp.add(y, sq, out=y)
+        return xp.sqrt(y, out=y)
+
+    return by_hand
 
 
 def _resnet(ctx, batch):
@@ -121,29 +145,49 @@ def _resnet(ctx, batch):
     return net, x, None
 
 
-def _momentum_sgd_floor(xp, params, x, label, lr=1e-3, momentum=0.9):
+def _momentum_sgd_by_hand(xp, params, x, label, lr=1e-3, momentum=0.9):
     """One training step of the MLP by hand in ``xp`` (NumPy or CuPy): forward, softmax
     cross-entropy's gradient, backward, SGD with momentum over ``params`` (``[(weight,
-    bias)]`` raw arrays)."""
+    bias)]`` raw arrays, updated in place). Every value has a buffer allocated here once and
+    each op writes into it (``out=``)."""
+    batch = x.shape[0]
+    acts = [x] + [xp.empty((batch, w.shape[0]), dtype=x.dtype) for w, _ in params]
+    grads = [xp.empty_like(a) for a in acts]  # grads[i]: the loss gradient at acts[i]
+    masks = [xp.empty(a.shape, dtype=bool) for a in acts]
     moms = [(xp.zeros_like(w), xp.zeros_like(b)) for w, b in params]
+    steps = [(xp.empty_like(w), xp.empty_like(b)) for w, b in params]
     onehot = xp.eye(params[-1][0].shape[0], dtype=x.dtype)[label.astype(np.int64)]
+    row = xp.empty((batch, 1), dtype=x.dtype)
+    last = len(params) - 1
+
+    def softmax_grad(z, out):
+        xp.max(z, axis=1, keepdims=True, out=row)
+        xp.subtract(z, row, out=out)
+        xp.exp(out, out=out)
+        xp.sum(out, axis=1, keepdims=True, out=row)
+        xp.divide(out, row, out=out)
+        xp.subtract(out, onehot, out=out)
 
     def step():
-        acts = [x]
         for i, (w, b) in enumerate(params):
-            h = acts[-1] @ w.T + b
-            acts.append(xp.maximum(h, 0) if i < len(params) - 1 else h)
-        e = xp.exp(acts[-1] - acts[-1].max(axis=1, keepdims=True))
-        grad = e / e.sum(axis=1, keepdims=True) - onehot
-        for i in range(len(params) - 1, -1, -1):
-            w, b = params[i]
-            gw, gb = grad.T @ acts[i], grad.sum(axis=0)
+            xp.dot(acts[i], w.T, out=acts[i + 1])
+            xp.add(acts[i + 1], b, out=acts[i + 1])
+            if i < last:
+                xp.maximum(acts[i + 1], 0, out=acts[i + 1])
+        softmax_grad(acts[-1], grads[-1])
+        for i in range(last, -1, -1):
+            (w, b), (gw, gb), g = params[i], steps[i], grads[i + 1]
+            xp.dot(g.T, acts[i], out=gw)
+            xp.sum(g, axis=0, out=gb)
             if i:
-                grad = (grad @ w) * (acts[i] > 0)
-            for value, g, mom in ((w, gw, moms[i][0]), (b, gb, moms[i][1])):
-                mom *= momentum
-                mom -= lr * g / x.shape[0]
-                value += mom
+                xp.dot(g, w, out=grads[i])
+                xp.greater(acts[i], 0, out=masks[i])
+                xp.multiply(grads[i], masks[i], out=grads[i])
+            for value, change, mom in ((w, gw, moms[i][0]), (b, gb, moms[i][1])):
+                xp.multiply(mom, momentum, out=mom)
+                xp.multiply(change, lr / batch, out=change)
+                xp.subtract(mom, change, out=mom)
+                xp.add(value, mom, out=value)
 
     step.params = params
     return step
@@ -189,32 +233,32 @@ def _mlp_train(ctx, batch):
         return lambda: work.train_step(x, label)
 
     raw = [(d.weight.data(ctx).handle.copy(), d.bias.data(ctx).handle.copy()) for d in net]
-    floor = _momentum_sgd_floor(ctx.xp, raw, x.handle, label.handle)
-    work = Workload(imperative, hybridized, floor, x.shape)
+    by_hand = _momentum_sgd_by_hand(ctx.xp, raw, x.handle, label.handle)
+    work = Workload(imperative, hybridized, by_hand, x.shape)
     work.net = net
     return work
 
 
 class Workload:
     """What a row times: ``imperative()``, ``hybridized()`` (called once, after the
-    imperative timing: returns the hybridized callable), a hand-written ``floor`` (or None)
+    imperative timing: returns the hybridized callable), the same math ``by_hand`` (or None)
     and the input's ``shape``."""
 
-    def __init__(self, imperative, hybridized, floor, shape):
-        self.imperative, self.hybridized, self.floor = imperative, hybridized, floor
+    def __init__(self, imperative, hybridized, by_hand, shape):
+        self.imperative, self.hybridized, self.by_hand = imperative, hybridized, by_hand
         self.shape = tuple(shape)
 
 
 def _forward(builder):
-    """A builder of ``(net, x, floor)`` as a builder of the Workload timing ``net(x)``."""
+    """A builder of ``(net, x, by_hand)`` as a builder of the Workload timing ``net(x)``."""
     def build(ctx, batch):
-        net, x, floor = builder(ctx, batch)
+        net, x, by_hand = builder(ctx, batch)
 
         def hybridized():
             net.hybridize()
             return lambda: net(x)
 
-        return Workload(lambda: net(x), hybridized, floor, x.shape)
+        return Workload(lambda: net(x), hybridized, by_hand, x.shape)
 
     return build
 
@@ -244,14 +288,14 @@ def workloads_for(models=None, batch=None):
 def _time_row(model, batch, ctx, repeat, quick):
     build, _, row_name = MODELS[model]
     work = build(ctx, batch or 1)
-    t_floor = measure(work.floor, ctx, repeat, quick) if work.floor else None
+    t_hand = measure(work.by_hand, ctx, repeat, quick) if work.by_hand else None
     t_imp = measure(work.imperative, ctx, repeat, quick)
     t_hyb = measure(work.hybridized(), ctx, repeat, quick)
     us = 1e6
     return {"workload": row_name.format(batch=batch), "device": str(ctx),
             "input_shape": list(work.shape), "repeats": repeat,
-            "floor_us": None if t_floor is None else t_floor[0] * us,
-            "floor_spread_us": None if t_floor is None else [t_floor[1] * us, t_floor[2] * us],
+            "by_hand_us": None if t_hand is None else t_hand[0] * us,
+            "by_hand_spread_us": None if t_hand is None else [t_hand[1] * us, t_hand[2] * us],
             "imperative_us": t_imp[0] * us, "imperative_spread_us": [t_imp[1] * us, t_imp[2] * us],
             "hybridized_us": t_hyb[0] * us, "hybridized_spread_us": [t_hyb[1] * us, t_hyb[2] * us],
             "speedup": t_imp[0] / t_hyb[0]}
@@ -288,11 +332,11 @@ def format_table(rows):
     failed = [r for r in rows if "error" in r]
     rows = [r for r in rows if "error" not in r]
     cells = [(r["workload"], "x".join(map(str, r["input_shape"])),
-              _cell(r["floor_us"], r["floor_spread_us"]),
+              _cell(r["by_hand_us"], r["by_hand_spread_us"]),
               _cell(r["imperative_us"], r["imperative_spread_us"]),
               _cell(r["hybridized_us"], r["hybridized_spread_us"]), f"{r['speedup']:.2f}x")
              for r in rows]
-    head = ("workload", "input", "floor us", "imperative us", "hybridized us", "speedup")
+    head = ("workload", "input", "by hand us", "imperative us", "hybridized us", "speedup")
     widths = [max(len(str(c[i])) for c in [head, *cells]) for i in range(len(head))]
     align = ["<", "<", ">", ">", ">", ">"]
     lines = ["  ".join(f"{v:{a}{w}}" for v, a, w in zip(line, align, widths))
@@ -307,9 +351,13 @@ def format_table(rows):
         "min-max of the repeats in brackets. Columns:",
         "  input       the input's shape (resnet18_v1 runs at 64x64 on cpu to stay short, 224x224 "
         "on gpu)",
-        "  floor       the same math written by hand in NumPy (CuPy on gpu), no framework: the "
-        "speed to aim for",
-        "              ('-': no hand-written version)",
+        "  by hand     the same math written by hand in NumPy (CuPy on gpu), no framework: one "
+        "call per op into",
+        "              buffers allocated once (out=), scalars folded; what the framework's "
+        "overhead is measured",
+        "              against on cpu. On gpu it launches one kernel per op, so fused kernels "
+        "and a captured",
+        "              CUDA graph can beat it ('-': no hand-written version)",
         "  imperative  net(x) before hybridize(): hybrid_forward runs op by op",
         "  hybridized  net(x) after hybridize(): traced once, compiled (cpu: one generated NumPy "
         "function), replayed",
@@ -344,7 +392,8 @@ def _parser():
     sub = parser.add_subparsers(dest="command")
     bench = sub.add_parser(
         "bench", help="time models imperatively and hybridized (the README's first command)",
-        description="Time each model imperatively and hybridized beside a hand-written floor.")
+        description="Time each model imperatively and hybridized beside the same math "
+                    "written by hand in NumPy/CuPy.")
     bench.add_argument("--model", action="append", choices=sorted(MODELS),
                        help="model to time (repeatable; default: all)")
     bench.add_argument("--batch", type=int, help="batch size for mlp and resnet18_v1 "
