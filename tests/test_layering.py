@@ -25,6 +25,7 @@ PACKAGE = "hybridgpu"
 #: The parts, lowest first: a part may import itself and the parts before it, never one after it.
 LAYERS = (
     "base",           # MXNetError, the dtype-flag table
+    "util",           # mx.util: the NumPy-semantics switches, environment access
     "limits",         # size caps for what files ask to allocate
     "safe_text",      # names from files made safe to print or generate
     "numpy_interop",  # what NumPy may do with NDArrays (ufuncs, mixing)

@@ -8,6 +8,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 __all__ = ["MXNetError", "NotImplementedForSymbol", "ArgumentTypeError", "mx_real_t",
            "DTYPE_TO_FLAG", "dtype_of_flag"]
 
@@ -34,6 +36,39 @@ def dtype_of_flag(flag):
             return None
         flag = int(flag)
     return _FLAG_TO_DTYPE.get(flag)
+
+
+def data_dir_default():
+    """MXNet's default data folder, ``~/.mxnet`` (``%APPDATA%\\mxnet`` on Windows)."""
+    if os.name == "nt" and os.environ.get("APPDATA"):
+        return os.path.join(os.environ["APPDATA"], "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """The folder for downloaded models and datasets: ``$MXNET_HOME``, else
+    ``data_dir_default()``.
+
+    Example:
+        >>> import os
+        >>> os.environ["MXNET_HOME"] = "/data/mx"; data_dir()
+        '/data/mx'
+        >>> del os.environ["MXNET_HOME"]
+    """
+    return os.environ.get("MXNET_HOME", data_dir_default())
+
+
+def _as_list(obj):
+    """``obj`` itself when it is a list or tuple, else ``[obj]``.
+
+    Example:
+        >>> _as_list((1, 2)), _as_list(3)
+        ((1, 2), [3])
+    """
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+__all__ += ["data_dir", "data_dir_default"]
 
 
 class MXNetError(RuntimeError):

@@ -64,11 +64,30 @@ def _import_cupy():
     return cupy
 
 
-class Context:
+class _ContextType(type):
+    """Context's metaclass: gives the class MXNet's deprecated ``Context.default_ctx``, a
+    settable class attribute for this thread's default context."""
+
+    @property
+    def default_ctx(cls):
+        """This thread's default context (MXNet 1.x; use ``current_context()``)."""
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):
+        stack = _scope_stack()
+        if stack:
+            stack[-1] = Context(ctx)
+        else:
+            stack.append(Context(ctx))
+
+
+class Context(metaclass=_ContextType):
     """A device: ``Context('cpu', 0)``, ``Context('gpu', 1)`` or a copy of another Context.
 
     ``device_type`` is ``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'`` (the last two
-    are plain NumPy memory here). A Context is a ``with`` scope that sets the default context.
+    are plain NumPy memory here). A Context is a ``with`` scope that sets the default context;
+    ``Context.default_ctx`` reads or sets this thread's default, as in MXNet 1.x.
 
     Example:
         >>> ctx = Context('gpu', 0)

@@ -1,5 +1,4 @@
-"""``mx.test_utils``: the helpers MXNet 1.x tests import (comparisons, random shapes and
-arrays, the default context).
+"""``mx.test_utils``' comparisons, random shapes and arrays, and the default context.
 
 Tolerances follow MXNet 1.9.1: ``assert_almost_equal`` picks, when not given, the larger
 default of the two arrays' dtypes (rtol 1e-2/1e-4/1e-5 and atol 1e-1/1e-3/1e-20 for
@@ -23,9 +22,9 @@ import numbers
 
 import numpy as np
 
-from .context import Context, _scope_stack, current_context
-from .ndarray import NDArray
-from .ndarray import array as nd_array
+from ..context import Context, current_context
+from ..ndarray import NDArray
+from ..ndarray import array as nd_array
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "default_rtols",
            "default_atols", "get_tolerance", "get_tols", "get_rtol", "get_atol",
@@ -52,11 +51,7 @@ def set_default_context(ctx):
         >>> default_context()
         cpu(0)
     """
-    stack = _scope_stack()
-    if stack:
-        stack[-1] = Context(ctx)
-    else:
-        stack.append(Context(ctx))
+    Context.default_ctx = ctx
 
 
 def default_dtype():
