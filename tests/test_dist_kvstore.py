@@ -1,6 +1,7 @@
 """``kvstore='dist_sync'`` over MPI: several processes launched with ``mpiexec -n 2`` agree
 with each other and with one process training on the whole batch; a worker that stops
-answering makes the others fail with a clear error instead of hanging."""
+answering makes the others fail with a clear error instead of hanging; workers that make
+different calls (key, dtype, shape, operation) all raise ``DistributedError`` at once."""
 
 from __future__ import annotations
 
@@ -71,6 +72,49 @@ def test_a_worker_that_stops_answering_fails_the_job_with_a_clear_error(tmp_path
     said = out.stderr + "".join(p.read_text() for p in tmp_path.glob("error.*.txt"))
     assert "DistTimeoutError" in said and "did not complete within 8 s" in said, said[-3000:]
     assert "rank 0 of 2" in said
+
+
+# what every rank must say about each disagreement of kv_disagree.py (rank 0's call, then rank 1's)
+DISAGREEMENTS = {
+    "dtype_init": "rank 0 calls init of key 3 (float32, shape (4,)), rank 1 calls init of key 3 "
+                  "(float64, shape (4,)): they differ in dtype",
+    "dtype_push": "rank 0 calls push of key 3 (float32, shape (4,)), rank 1 calls push of key 3 "
+                  "(float64, shape (4,)): they differ in dtype",
+    "key": "rank 0 calls push of key 1 (float32, shape (4,)), rank 1 calls push of key 2 "
+           "(float32, shape (4,)): they differ in key",
+    "barrier": "rank 0 calls push of key 3 (float32, shape (4,)), rank 1 calls barrier: they "
+               "differ in operation",
+    "shape_init": "rank 0 calls init of key 3 (float32, shape (4,)), rank 1 calls init of key 3 "
+                  "(float32, shape (5,)): they differ in shape",
+}
+
+
+def _said(out, tmp_path):
+    return out.stderr + "".join(p.read_text() for p in tmp_path.glob("error.*.txt"))
+
+
+def test_ranks_that_disagree_raise_on_every_rank_and_stay_in_step(tmp_path):
+    out = _run([PROGRAMS / "kv_disagree.py", tmp_path, *DISAGREEMENTS, "agree"],
+               env={"HYBRIDGPU_DIST_TIMEOUT": "20"}, timeout=120)
+    assert out.returncode == 0, _said(out, tmp_path)[-3000:]
+    for rank in range(2):
+        seen = json.loads((tmp_path / f"cases{rank}.json").read_text())
+        for case, words in DISAGREEMENTS.items():
+            assert seen[case].get("error") == "DistributedError", (rank, case, seen[case])
+            assert f"rank {rank} of 2" in seen[case]["message"]
+            assert words in seen[case]["message"], seen[case]["message"]
+            assert seen[case]["seconds"] < 20  # at once, well within the deadline
+        # after five errors the ranks are still in step: a push of 1 and 2, twice, sums to 3
+        assert seen["agree"] == {"values": [3.0] * 4, "seconds": seen["agree"]["seconds"]}
+
+
+def test_a_rank_waiting_for_a_slow_peer_sleeps_instead_of_spinning(tmp_path):
+    out = _run([PROGRAMS / "kv_disagree.py", tmp_path, "idle"], timeout=120)
+    assert out.returncode == 0, _said(out, tmp_path)[-3000:]
+    idle = json.loads((tmp_path / "cases0.json").read_text())["idle"]
+    assert 9.5 < idle["seconds"] < 60
+    # 10 s of waiting for rank 1 cost rank 0 ~1.2 CPU-seconds when it spun; ~0.05 now
+    assert idle["cpu_seconds"] < 0.4, idle
 
 
 def test_distributed_example_reaches_its_accuracy():

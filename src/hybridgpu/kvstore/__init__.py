@@ -13,10 +13,11 @@ Example:
 """
 
 from ..base import MXNetError
-from .dist import DIST_TYPES, DistKVStore, DistTimeoutError
+from .dist import DIST_TYPES, DistKVStore, DistributedError, DistTimeoutError
 from .kvstore import KVStore
 
-__all__ = ["KVStore", "KVStoreBase", "DistKVStore", "DistTimeoutError", "create"]
+__all__ = ["KVStore", "KVStoreBase", "DistKVStore", "DistributedError", "DistTimeoutError",
+           "create"]
 
 #: MXNet's base class name; the one class here.
 KVStoreBase = KVStore
