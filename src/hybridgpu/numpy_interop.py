@@ -98,7 +98,7 @@ class OneElementArray(np.ndarray):
         return repr(self.view(np.ndarray))
 
     def __array_wrap__(self, array, context=None, return_scalar=False):
-        if return_scalar:
+        if return_scalar or array.ndim == 0:  # NumPy 1.x passes no return_scalar
             return array[()]
         return array.view(np.ndarray)
 
