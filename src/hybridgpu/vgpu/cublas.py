@@ -4,7 +4,9 @@ addresses of host scalars), computing with NumPy over the virtual device memory.
 
 GEMMs are column-major (``CUBLAS_OP_N = 0``, ``CUBLAS_OP_T = 1``), run as steps on the handle's
 stream (recorded there while it captures, like a kernel launch) and return 0
-(``CUBLAS_STATUS_SUCCESS``); a bad argument raises ``ValueError`` naming the call.
+(``CUBLAS_STATUS_SUCCESS``); a bad argument raises ``ValueError`` naming the call. As with
+CUDA, ``cublasCreate_v2`` (it allocates) on a capturing thread and ``cublasDestroy_v2`` (it
+synchronizes the device) while any stream captures raise ``CaptureError``.
 
 Example:
     >>> import ctypes, numpy as np
@@ -31,7 +33,7 @@ import itertools
 
 import numpy as np
 
-from . import memory, streams
+from . import devices, memory, streams
 
 __all__ = ["library", "VirtualCublas"]
 
@@ -62,6 +64,7 @@ class VirtualCublas:
         self._streams = {}
 
     def cublasCreate_v2(self, handle_out_ptr):
+        devices.check_not_capturing("cublasCreate_v2 (it allocates device memory)")
         handle = next(_handles)
         ctypes.c_void_p.from_address(handle_out_ptr).value = handle
         self._streams[handle] = 0
@@ -69,6 +72,8 @@ class VirtualCublas:
 
     def cublasDestroy_v2(self, handle):
         self._check(handle, "cublasDestroy_v2")
+        devices.check_no_capture_anywhere(f"cublasDestroy_v2(0x{handle:x}) (it synchronizes "
+                                          "the device)")
         del self._streams[handle]
         return 0
 

@@ -76,6 +76,10 @@ class Device:
         (1, 1)
     """
 
+    #: What CuPy's ``Device.compute_capability`` gives (a string, ``major * 10 + minor``):
+    #: the virtual GPU models an sm_90 device (an H100/H200).
+    compute_capability = "90"
+
     def __init__(self, device=None):
         self.id = current_id() if device is None else validate(int(device))
 

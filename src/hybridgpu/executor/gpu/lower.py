@@ -84,7 +84,8 @@ from .program import ALIGNED, ALIGNMENT, Buffer, Copy, Eager, Gemm, Launch, Prog
 
 __all__ = ["lower", "LoweringError", "WORKSPACE_BYTES", "MAX_FUSED_INPUTS"]
 
-#: cuBLAS workspace in the arena (bytes) when the program has a GEMM.
+#: cuBLAS workspace in the arena (bytes) when the program has a GEMM (the default; the
+#: runtime sizes it for the device: ``cublas.workspace_bytes``).
 WORKSPACE_BYTES = 4 << 20
 #: A fused node reading more inputs than this runs eagerly (kernel arguments and registers).
 MAX_FUSED_INPUTS = 24
@@ -195,7 +196,8 @@ class _Lowering(TemplateLowering):
                       (1, 1, 1), (32, 1, 1), [state], len(self.graph.nodes) - 1)
         outputs = [self.value(self.graph.key(e)) for e in self.graph.outputs]
         has_gemm = any(isinstance(s, Gemm) for s in self.steps)
-        workspace = self._region(WORKSPACE_BYTES) if has_gemm else None
+        size = getattr(self, "workspace_bytes", WORKSPACE_BYTES)
+        workspace = self._region(size() if callable(size) else size) if has_gemm else None
         bound = tuple(n.name for n in self.graph.variables if n.name not in self.staged)
         return Program(self.steps, self.kernels, self.offset, self.inputs, outputs,
                        bound + tuple(self.written.values()), self.constants, workspace,
@@ -489,15 +491,20 @@ def reinterprets(graph, i):
             and np.array_equal(result.reshape(-1), probe.reshape(-1)))
 
 
-def lower(graph, plan, staged=(), is_train=False, shape_args=False, written=()):
+def lower(graph, plan, staged=(), is_train=False, shape_args=False, written=(),
+          workspace=WORKSPACE_BYTES):
     """The Program of ``graph`` laid out by ``plan``; ``staged`` names the variables copied
     into the arena on each call (the others are read in place). ``shape_args``: elementwise
     kernels take their sizes as arguments (``compiler/codegen/cuda/shaped.py``) and no GEMV
     kernel is generated, so another shape of the same graph needs no new compile for them.
     ``written``: indices of outputs the step producing them writes straight into an array
     the caller gives on every call (``Program.written``: index -> the name it is bound as),
-    where the output is a value of its own (not an input, a constant, nor given twice)."""
-    return _Lowering(graph, plan, set(staged), is_train, shape_args, written).run()
+    where the output is a value of its own (not an input, a constant, nor given twice).
+    ``workspace``: bytes of the cuBLAS workspace region when the program has a GEMM (or a
+    function giving them, asked only then)."""
+    lowering = _Lowering(graph, plan, set(staged), is_train, shape_args, written)
+    lowering.workspace_bytes = workspace
+    return lowering.run()
 
 
 def _written_outputs(graph, plan, written):

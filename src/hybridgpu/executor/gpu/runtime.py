@@ -46,7 +46,6 @@ import collections
 import os
 import re
 import threading
-import weakref
 
 import numpy as np
 
@@ -77,7 +76,6 @@ class GpuExecutable(Executable):
         self.block = flags.get("block")  # the HybridBlock's name, for error messages
         self._lock = threading.Lock()
         self._state = None
-        self.captures = 0   # how many times the program was captured (tests read it)
         _dump(program.source)
 
     @classmethod
@@ -89,11 +87,23 @@ class GpuExecutable(Executable):
         staged = flags.get("data_inputs")
         staged = names if staged is None else [n for n in names if n in set(staged)]
         program = lower(graph, plan, staged, is_train, bool(flags.get("shape_args")),
-                        tuple(flags.get("written_outputs", ())))
+                        tuple(flags.get("written_outputs", ())),
+                        lambda: device_workspace_bytes(ctx))
         return cls(graph, program, ctx, is_train, flags)
 
     def __str__(self):
         return str(self.program)
+
+    @property
+    def workspace_bytes(self):
+        """Bytes of the cuBLAS workspace in the arena (sized for the device), 0 without a
+        GEMM."""
+        return 0 if self.program.workspace is None else device_workspace_bytes(self.ctx)
+
+    @property
+    def captures(self):
+        """How many times the program was captured (tests read it)."""
+        return 0 if self._state is None else self._state.captures
 
     def __call__(self, inputs, rng=None):
         return self._call(inputs, rng, None)
@@ -146,6 +156,15 @@ def _tf32(flags):
     return tf32_allowed(flags)
 
 
+def device_workspace_bytes(ctx):
+    """The cuBLAS workspace for ``ctx``'s device, from its compute capability (32 MiB from
+    Hopper on, else 4 MiB: ``cublas.workspace_bytes``)."""
+    from .cublas import workspace_bytes
+
+    xp = ctx.xp
+    return workspace_bytes(xp.cuda.Device(ctx.device_id).compute_capability)
+
+
 def _dump(source):
     folder = os.environ.get("HYBRIDGPU_DUMP_CUDA")
     if not folder or not source:
@@ -160,10 +179,16 @@ def _dump(source):
 
 
 class _State:
-    """The device side of one executable: arena, module, stream, handle, graphs."""
+    """The device side of one executable: arena, module, stream, graphs. It holds what it
+    needs of the executable, never the executable itself: no reference cycle, so a dropped
+    executable is freed at once by reference counting, not by the cyclic collector at some
+    later allocation (which may be inside another program's capture)."""
 
     def __init__(self, exe):
-        self.exe, self.program = exe, exe.program
+        self.program, self.graph, self.ctx = exe.program, exe.graph, exe.ctx
+        self.use_graphs, self.static_output = exe.use_graphs, exe.static_output
+        self.tf32, self.workspace_bytes = exe.tf32, exe.workspace_bytes
+        self.captures = 0
         xp = self.xp = exe.ctx.xp
         try:
             self.arena = xp.empty((max(self.program.arena_bytes, 1),), dtype=np.uint8)
@@ -174,7 +199,6 @@ class _State:
         self.staged = set(self.program.inputs)
         self.functions = {}
         self.module = None
-        self.cublas = None
         self.graphs = None        # [(kind, step indices, Graph or None)]
         self.bound_key = None     # pointers of the bound inputs the graphs were captured with
         self.ext = {}
@@ -196,7 +220,7 @@ class _State:
             if tail is not None:
                 tail.write(stream)
             self._stage(inputs)
-            if not self.exe.use_graphs:
+            if not self.use_graphs:
                 self._run(range(len(self.program.steps)), rng)
                 if tail is not None:
                     tail.run(self)
@@ -273,7 +297,7 @@ class _State:
             self.graphs.append((kind, steps, self._captured(steps, ends)))
         if tail is not None and (not segments or segments[-1][0] == "eager"):
             self.graphs.append(("tail", (), self._captured((), tail)))
-        self.exe.captures += 1
+        self.captures += 1
 
     def _captured(self, steps, tail):
         self.stream.begin_capture()
@@ -293,7 +317,7 @@ class _State:
                 outs.append(None)
                 continue
             source = self.view(ref, shape, dtype)
-            if self.exe.static_output and ref.kind == "arena":
+            if self.static_output and ref.kind == "arena":
                 outs.append(source)
                 continue
             out = self.xp.empty(shape, dtype=dtype)
@@ -334,7 +358,7 @@ class _State:
                 raise MXNetError(f"gpu program step {n} ({self._where(step)}): {err}") from None
 
     def _where(self, step):
-        node = self.exe.graph.nodes[step.node] if step.node >= 0 else None
+        node = self.graph.nodes[step.node] if step.node >= 0 else None
         return f"node %{step.node} {node.op.name}" if node is not None else "program"
 
     def _function(self, name):
@@ -342,7 +366,7 @@ class _State:
         if fn is None:
             static, shaped = self.program.module_sources()
             if name in self.program.shaped:
-                module = _shaped_module(self.xp, self.exe.ctx, shaped)
+                module = _shaped_module(self.xp, self.ctx, shaped)
             else:
                 if self.module is None:
                     self.module = _module(self.xp, static)
@@ -369,17 +393,15 @@ class _State:
         kernel(step.grid, step.block, tuple(aligned if a is ALIGNED else a for a in args))
 
     def _gemm(self, step):
-        if self.cublas is None:
-            from .cublas import Cublas
+        """The step through the device's cuBLAS handle (one for the process, shared by
+        every program on the device), bound to this program's stream and workspace."""
+        from .cublas import device_handle
 
-            ws = self.program.workspace
-            from .lower import WORKSPACE_BYTES
-
-            self.cublas = Cublas(self.xp, self.stream.ptr,
-                                 self.arena.data.ptr + ws if ws is not None else 0,
-                                 WORKSPACE_BYTES if ws is not None else 0, self.exe.tf32)
-            weakref.finalize(self, self.cublas.close)
-        self.cublas.gemm(step, self.ptr(step.a), self.ptr(step.b), self.ptr(step.c))
+        ws = self.program.workspace
+        handle = device_handle(self.xp, self.ctx.device_id)
+        handle.gemm(step, self.ptr(step.a), self.ptr(step.b), self.ptr(step.c), self.stream.ptr,
+                    self.arena.data.ptr + ws if ws is not None else 0,
+                    self.workspace_bytes, self.tf32)
 
     def _eager(self, step, rng):
         xp = self.xp
