@@ -26,6 +26,7 @@ PACKAGE = "hybridgpu"
 LAYERS = (
     "base",           # MXNetError, the dtype-flag table
     "util",           # mx.util: the NumPy-semantics switches, environment access
+    "registry",       # mx.registry: name -> class tables (GluonNLP's factories)
     "limits",         # size caps for what files ask to allocate
     "safe_text",      # names from files made safe to print or generate
     "numpy_interop",  # what NumPy may do with NDArrays (ufuncs, mixing)
@@ -50,9 +51,11 @@ LAYERS = (
     "lr_scheduler", "initializer", "optimizer", "metric", "random", "image", "io",
     "kvstore",        # gluon's Trainer sums gradients through it
     "gluon",
+    "contrib",        # mx.contrib: amp's loss scaling, text vocabularies (over gluon)
     "model", "callback", "module", "test_utils",   # mx.model checkpoints, mx.mod
     "operator", "viz", "profiler", "onnx",  # CustomOp, network pictures, profiles, ONNX export
     "mxnet_surface",  # MXNet 1.9.1's top-level names, for the package's __getattr__
+    "mxnet_alias",    # `import mxnet` as hybridgpu, for third-party packages
     "hybridgpu",      # the package's __init__: the public surface
     "bench_env", "bench", "gpucheck", "__main__",
 )

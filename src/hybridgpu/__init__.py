@@ -76,3 +76,7 @@ from . import onnx, operator, profiler, viz  # noqa: E402
 
 visualization = viz
 __all__ += ["onnx", "operator", "profiler", "viz", "visualization"]
+# `import mxnet` as hybridgpu, for third-party packages (issue 21): hybridgpu.install_mxnet_alias()
+from .mxnet_alias import install as install_mxnet_alias  # noqa: E402
+
+__all__ += ["install_mxnet_alias"]

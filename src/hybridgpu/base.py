@@ -98,3 +98,25 @@ class ArgumentTypeError(TypeError, AssertionError):
         >>> issubclass(ArgumentTypeError, AssertionError), issubclass(ArgumentTypeError, TypeError)
         (True, True)
     """
+
+
+# MXNet's Python-type tuples and helpers, which GluonCV and GluonNLP import from mxnet.base
+# (issue 21). numpy's scalar types count as numbers, as in MXNet.
+import numpy as _np  # noqa: E402
+
+string_types = (str,)
+numeric_types = (float, int, _np.generic)
+integer_types = (int, _np.int32, _np.int64)
+
+
+def py_str(raw):
+    """Text of the UTF-8 bytes ``raw`` (MXNet's ``base.py_str``).
+
+    Example:
+        >>> py_str(b"relu")
+        'relu'
+    """
+    return raw.decode("utf-8")
+
+
+__all__ += ["string_types", "numeric_types", "integer_types", "py_str"]

@@ -30,7 +30,7 @@ SURFACE = {
         "attribute", "autograd", "base", "callback", "context", "gluon", "image", "init",
         "initializer", "io", "kv", "kvstore", "lr_scheduler", "metric", "mod", "model",
         "module", "name", "nd", "ndarray", "onnx", "operator", "optimizer", "profiler",
-        "random", "recordio", "sym", "symbol", "test_utils", "viz", "visualization",
+        "random", "recordio", "registry", "sym", "symbol", "test_utils", "viz", "visualization",
         "AttrScope", "Context", "MXNetError", "cpu", "cpu_pinned", "current_context", "gpu")},
     "img": ("alias", "image"),
     "rnd": ("alias", "random"),
@@ -40,8 +40,8 @@ SURFACE = {
     "np_symbol": ("missing", _NUMPY_MODE), "numpy_dispatch_protocol": ("missing", _NUMPY_MODE),
     "numpy_op_fallback": ("missing", _NUMPY_MODE),
     "numpy_op_signature": ("missing", _NUMPY_MODE),
-    "contrib": ("missing", "MXNet's contrib ops (quantization, AMP, TensorRT, DGL, ...) are "
-                "not ported; gluon.contrib.nn and nd/sym.contrib hold the few that are"),
+    "contrib": ("differs", "amp (loss scaling; ops are not cast to float16) and text; "
+                "quantization, TensorRT, ONNX-in-contrib, SVRG are not ported"),
     "rnn": ("missing", "the pre-Gluon symbolic RNN cells (mx.rnn) are not ported; use "
             "mx.gluon.rnn"),
     "executor": ("differs", "hybridgpu.executor holds the backends that run compiled "
@@ -63,8 +63,6 @@ SURFACE = {
     "mon": ("missing", "use Block.register_forward_hook or the profiler"),
     "notebook": ("missing", "Jupyter callbacks for the old Module API are not ported"),
     "log": ("missing", "use Python's logging module"),
-    "registry": ("missing", "internal to MXNet; optimizers and initializers register with "
-                 "their own register() functions"),
     "util": ("missing", "MXNet's util module holds NumPy-mode switches (see mx.np)"),
     "api": ("missing", "MXNet 2.0's FFI registry"),
     "ndarray_doc": ("missing", "internal to MXNet's docs"),

@@ -8,6 +8,9 @@ Example:
     'w'
 """
 
+# MXNet's gluon.block module holds all three Block classes; code written for it (GluonCV says
+# `from mxnet.gluon.block import HybridBlock`) finds them there too (issue 21)
+from . import block as _block
 from . import contrib, data, loss, model_zoo, nn, parameter, rnn, train_step, trainer, utils
 from .block import Block
 from .hybrid_block import HybridBlock
@@ -15,6 +18,8 @@ from .parameter import Constant, DeferredInitializationError, Parameter, Paramet
 from .symbol_block import SymbolBlock
 from .train_step import TrainStep
 from .trainer import Trainer
+
+_block.HybridBlock, _block.SymbolBlock = HybridBlock, SymbolBlock
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "Constant", "ParameterDict",
            "DeferredInitializationError", "Trainer", "TrainStep", "parameter", "nn", "contrib",

@@ -668,3 +668,35 @@ def _ctc(F, pred, label, shape, label_width, pred_lengths, label_lengths):
     before = F.pick(alpha, 2 * length - 1, axis=1) + (length == 0) * _NEG
     likelihood = _logsumexp(F, last, before)
     return F.where(likelihood > _NEG / 2, -likelihood, F.zeros_like(likelihood))
+
+
+# MXNet's module-level helpers, which GluonCV's and GluonNLP's losses import (issue 21)
+
+def _apply_weighting(F, loss, weight=None, sample_weight=None):
+    """``loss * sample_weight`` (broadcast) ``* weight``, MXNet's ``loss._apply_weighting``.
+
+    Example:
+        >>> from hybridgpu import nd
+        >>> _apply_weighting(nd, nd.array([[1.0, 2.0]]), 3.0, nd.array([[2.0]])).asnumpy()
+        array([[ 6., 12.]], dtype=float32)
+    """
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Number):
+            raise TypeError(f"_apply_weighting: weight must be a number, got {weight!r}")
+        loss = loss * weight
+    return loss
+
+
+def _reshape_like(F, x, y):
+    """``x`` reshaped to ``y``'s shape (MXNet's ``loss._reshape_like``).
+
+    Example:
+        >>> from hybridgpu import nd
+        >>> _reshape_like(nd, nd.ones((4,)), nd.ones((2, 2))).shape
+        (2, 2)
+    """
+    if isinstance(x, NDArray):
+        return x.reshape(y.shape)
+    return F.reshape_like(x, y)

@@ -306,3 +306,29 @@ def shape_is_known(shape):
             raise ArgumentError(f"shape dimension size cannot be less than 0, while received "
                                 f"{dim}")
     return True
+
+
+# Where MXNet's hosted files live, which GluonNLP's and GluonCV's downloaders ask (issue 21)
+_DEFAULT_REPO = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
+
+
+def _get_repo_url():
+    """The base URL of MXNet's hosted datasets and models: ``$MXNET_GLUON_REPO`` or MXNet's
+    default, always ending in ``/``.
+
+    Example:
+        >>> _get_repo_url().endswith("/")
+        True
+    """
+    url = os.environ.get("MXNET_GLUON_REPO", _DEFAULT_REPO)
+    return url if url.endswith("/") else url + "/"
+
+
+def _get_repo_file_url(namespace, filename):
+    """The URL of ``filename`` under ``namespace`` in that repository.
+
+    Example:
+        >>> _get_repo_file_url("gluon/models", "x.zip").rsplit("/", 3)[1:]
+        ['gluon', 'models', 'x.zip']
+    """
+    return f"{_get_repo_url()}{namespace}/{filename}"

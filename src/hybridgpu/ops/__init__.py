@@ -12,6 +12,8 @@ Example:
 from . import (  # noqa: F401  (each module registers its ops)
     activations,
     assign,
+    contrib_nn,
+    contrib_optim,
     conv,
     creation,
     custom,

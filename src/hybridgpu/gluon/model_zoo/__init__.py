@@ -11,7 +11,7 @@ Example:
     'alexnet0_dense2_weight'
 """
 
-from . import vision
+from . import model_store, vision
 from .vision import get_model
 
-__all__ = ["vision", "get_model"]
+__all__ = ["vision", "get_model", "model_store"]

@@ -8,5 +8,6 @@ Example:
 """
 
 from ...nn.basic_layers import Concurrent, HybridConcurrent, Identity
+from .sync_batch_norm import SyncBatchNorm
 
-__all__ = ["Identity", "Concurrent", "HybridConcurrent"]
+__all__ = ["Identity", "Concurrent", "HybridConcurrent", "SyncBatchNorm"]
