@@ -30,6 +30,16 @@ from . import (
 from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from .util import (
+    is_np_array,
+    is_np_shape,
+    np_array,
+    np_shape,
+    set_np_shape,
+    use_np,
+    use_np_array,
+    use_np_shape,
+)
 
 nd = ndarray
 sym = symbol
@@ -63,6 +73,9 @@ __all__ = ["base", "context", "ndarray", "nd", "ops", "random", "symbol", "sym",
            "lr_scheduler", "recordio", "image",
            "attribute", "AttrScope", "MXNetError", "Context", "cpu", "cpu_pinned", "gpu",
            "current_context", "num_gpus", "__version__"]
+# MXNet's NumPy-mode switches (mx.util; flags only, see docs/coming_from_mxnet.md)
+__all__ += ["util", "is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape",
+            "use_np", "use_np_array", "use_np_shape"]
 
 # MXNet 1.x's training surface beyond Gluon (issue 12): data iterators, Module, checkpoints,
 # callbacks, kvstore, test helpers.

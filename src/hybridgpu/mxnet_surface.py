@@ -24,6 +24,10 @@ _NUMPY_MODE = ("MXNet's NumPy-compatible mode (mx.np/mx.npx, experimental in 1.x
                "interface of MXNet 2.0) is not ported; hybridgpu brings back MXNet 1.x Gluon "
                "(nd/sym/gluon): use mx.nd and F.*")
 
+_NUMPY_SWITCHES = ("the NumPy-mode switches (mx.util) keep their flags as MXNet does (per "
+                   "thread, or for all threads after set_np_shape(2)), but nd/sym keep MXNet "
+                   "1.x's legacy shapes (0 = unknown) and there are no mx.np arrays")
+
 SURFACE = {
     # supported: same name, same use
     **{name: ("supported", "") for name in (
@@ -63,14 +67,13 @@ SURFACE = {
     "mon": ("missing", "use Block.register_forward_hook or the profiler"),
     "notebook": ("missing", "Jupyter callbacks for the old Module API are not ported"),
     "log": ("missing", "use Python's logging module"),
-    "util": ("missing", "MXNet's util module holds NumPy-mode switches (see mx.np)"),
+    "util": ("supported", ""),
     "api": ("missing", "MXNet 2.0's FFI registry"),
     "ndarray_doc": ("missing", "internal to MXNet's docs"),
     "symbol_doc": ("missing", "internal to MXNet's docs"),
-    "is_np_array": ("missing", _NUMPY_MODE), "is_np_shape": ("missing", _NUMPY_MODE),
-    "np_array": ("missing", _NUMPY_MODE), "np_shape": ("missing", _NUMPY_MODE),
-    "set_np_shape": ("missing", _NUMPY_MODE), "use_np": ("missing", _NUMPY_MODE),
-    "use_np_array": ("missing", _NUMPY_MODE), "use_np_shape": ("missing", _NUMPY_MODE),
+    **{name: ("differs", _NUMPY_SWITCHES) for name in (
+        "is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np",
+        "use_np_array", "use_np_shape")},
 }
 
 _WHAT = {"np": "MXNet's NumPy-compatible arrays", "npx": "MXNet's NumPy-extension operators"}

@@ -43,6 +43,7 @@ import numpy.testing as npt
 from ..context import Context, current_context
 from ..ndarray import array
 from ..symbol import Symbol
+from ..util import getenv, setenv, use_np
 from . import compare, helpers, stats, symbolic
 from .compare import *  # noqa: F403
 from .helpers import *  # noqa: F403
@@ -57,7 +58,8 @@ mx = sys.modules[__name__.partition(".")[0]]
 # array without importing them)
 __all__ = ["time", "gzip", "struct", "traceback", "numbers", "sys", "os", "platform", "errno",
            "logging", "bz2", "zipfile", "json", "np", "npt", "rnd", "mx", "contextmanager",
-           "OrderedDict", "Context", "current_context", "array", "Symbol"]
+           "OrderedDict", "Context", "current_context", "array", "Symbol", "use_np", "getenv",
+           "setenv"]
 __all__ += compare.__all__
 __all__ += helpers.__all__
 __all__ += stats.__all__
