@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import io
 import os
 import pickle
 import shutil
@@ -129,6 +130,17 @@ def test_pack_img_round_trips_bgr_png():
         np.full((24, 32), 128)], axis=-1).astype(np.uint8)
     _, jpeg = recordio.unpack_img(recordio.pack_img(recordio.IRHeader(0, 1.0, 2, 0), smooth))
     assert jpeg.shape == smooth.shape and np.abs(jpeg.astype(int) - smooth).mean() < 3
+
+
+def test_unpack_img_decodes_only_what_imdecode_decodes():
+    """A record holding a GIF (which MXNet's OpenCV does not decode) is refused by name, before
+    Pillow sees it, as by ``mx.image.imdecode``."""
+    pil = pytest.importorskip("PIL.Image")
+    gif = io.BytesIO()
+    pil.fromarray(np.zeros((4, 4, 3), np.uint8)).save(gif, format="GIF")
+    record = recordio.pack(recordio.IRHeader(0, 1.0, 2, 0), gif.getvalue())
+    with pytest.raises(mx.MXNetError, match="GIF"):
+        recordio.unpack_img(record)
 
 
 # -- mx.image ------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from collections import namedtuple
 import numpy as np
 
 from .base import MXNetError
+from .image.formats import pillow_format
 from .serialization.recordio import read_record, write_record
 
 __all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack", "pack_img",
@@ -267,11 +268,13 @@ def pack_img(header, img, quality=95, img_fmt=".jpg"):
 def unpack_img(s, iscolor=-1):
     """``(IRHeader, image)`` of a record made by ``pack_img``: the image as a uint8 NumPy
     array, BGR (H, W, 3) for colour (``iscolor`` 1, or -1 for colour files), (H, W) for grey
-    (``iscolor`` 0, or -1 for grey files)."""
+    (``iscolor`` 0, or -1 for grey files). Formats as ``mx.image.imdecode``: others raise
+    ``MXNetError`` before any decoder sees the bytes."""
     header, payload = unpack(s)
     image_module = _pillow()
+    plugin = pillow_format(payload)  # OpenCV's formats only, as imdecode (docs/security.md)
     try:
-        pic = image_module.open(io.BytesIO(payload))
+        pic = image_module.open(io.BytesIO(payload), formats=(plugin,))
         pic.load()
     except Exception as err:
         raise MXNetError(f"unpack_img: the record does not hold an image Pillow can decode "
