@@ -149,6 +149,7 @@ def test_capture_records_and_replays_launches(xp):
     graph.upload(stream=stream)
     for _ in range(3):
         graph.launch(stream=stream)
+    stream.synchronize()  # a non-blocking stream: the host waits for it before reading
     assert xp.asnumpy(y).tolist() == [3.0] * 8 and xp.asnumpy(x).tolist() == [3.0] * 8
 
 
@@ -170,8 +171,9 @@ def test_capture_refuses_what_cuda_refuses(xp, step):
         try:
             with pytest.raises(CaptureError, match="while a stream is capturing"):
                 actions[step]()
-        finally:
-            stream.end_capture()
+        finally:  # as in CUDA, the forbidden call invalidated the capture
+            with pytest.raises(CaptureError, match="invalidated by"):
+                stream.end_capture()
 
 
 def test_other_threads_go_on_while_one_captures(xp):
@@ -194,8 +196,9 @@ def test_other_threads_go_on_while_one_captures(xp):
             worker.join()
             with pytest.raises(CaptureError):
                 xp.zeros(2)  # the capturing thread may not allocate
-        finally:
-            stream.end_capture()
+        finally:  # which invalidated the capture, as in CUDA
+            with pytest.raises(CaptureError, match="invalidated by"):
+                stream.end_capture()
     assert results == [6.0]
 
 
@@ -257,6 +260,7 @@ def test_cublas_strided_batched_is_recorded_under_capture(xp):
         graph = stream.end_capture()
     assert float(c.sum()) == 0.0
     graph.launch(stream=stream)
+    stream.synchronize()
     host = xp.asnumpy(a)
     want = np.stack([(m.T @ m.T).T for m in host])  # column-major A A
     np.testing.assert_allclose(xp.asnumpy(c), want)

@@ -25,7 +25,7 @@ import numbers
 
 import numpy as np
 
-from . import devices, memory
+from . import devices, memory, streams
 
 __all__ = ["ndarray", "to_device", "wrap", "unwrap", "host_operand", "on_current_device"]
 
@@ -138,6 +138,7 @@ class ndarray:  # noqa: N801  (CuPy's name)
     def get(self, stream=None, order="C", out=None, blocking=True):
         """A NumPy copy of the data (a device -> host copy: not allowed under capture)."""
         devices.check_not_capturing("a device -> host copy (x.get() / asnumpy)")
+        streams.host_work()
         if out is not None:
             out[...] = self._a
             return out
@@ -146,10 +147,12 @@ class ndarray:  # noqa: N801  (CuPy's name)
     def set(self, arr, stream=None):
         """Copy host array ``arr`` into this array (host -> device)."""
         devices.check_not_capturing("a host -> device copy (x.set())")
+        streams.host_work()
         self._a[...] = arr
 
     def _read(self, what):
         devices.check_not_capturing(f"{what} (a host read of a device value)")
+        streams.host_work()
         return self._a
 
     def __bool__(self):
@@ -197,6 +200,7 @@ class ndarray:  # noqa: N801  (CuPy's name)
         key = _index(key, "x[key] = value")
         if isinstance(value, np.ndarray) and value.ndim:
             devices.check_not_capturing("a host -> device copy (x[key] = numpy array)")
+        streams.host_work()
         self._a[key] = unwrap(value, "x[key] = value", allow_host=True)
 
     def __dlpack_device__(self):
@@ -204,6 +208,7 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     def __dlpack__(self, stream=None, **kwargs):
         """A DLPack capsule of the host view (read by the stand-in's ``from_dlpack``)."""
+        streams.host_work()
         return self._a.__dlpack__()
 
 
@@ -225,6 +230,9 @@ def _index(key, what):
 
 
 def _check_device(arr, what):
+    """Refuse an array of another device than the current one; else order the host work about
+    to read or write it after the current stream's queued work (streams.host_work)."""
+    streams.host_work()
     current = devices.current_id()
     if arr._mem.device_id != current:
         raise ValueError(f"{what}: Array device must be same as the current device: array "
@@ -328,6 +336,7 @@ def _copy(self, order="C"):
     if order not in ("C", "F", "A", "K"):
         raise ValueError(f"x.copy: order must be one of 'C', 'F', 'A', 'K', got {order!r}")
     out = ndarray(self.shape, self.dtype, order="F" if order == "F" else "C")
+    streams.host_work()
     out._a[...] = self._a
     return out
 

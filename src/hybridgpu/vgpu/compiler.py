@@ -30,8 +30,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM = os.path.join(HERE, "cuda_shim.h")
 INCLUDE = os.path.join(HERE, "include")
 CXX = os.environ.get("CXX", "g++")
+# -fno-weak: one translation unit a library, so inline functions' static __shared__ arrays need
+# no COMDAT copy and may join the shim's vgpu_shared section (poisoned at each block's start)
 FLAGS = ["-std=c++17", "-O1", "-fPIC", "-shared", "-fno-strict-aliasing", "-U_FORTIFY_SOURCE",
-         "-w"]
+         "-w", "-fno-weak"]
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _KERNEL = re.compile(r'extern\s+"C"\s+' + _BOUNDS + r"__global__\s+" + _BOUNDS + r"void\s+"
                      + _BOUNDS + r"(\w+)\s*\(([^)]*)\)")

@@ -2,11 +2,19 @@
 //
 // A launch runs the blocks one after another on the calling thread. The threads of a block run
 // in turn: straight through when the source has no barrier or shuffle, else as fibers
-// (ucontext) that all run up to the next barrier before any goes on. Faults are caught and
-// reported, not crashed on: a SIGSEGV/SIGBUS during the launch (the guard pages around every
-// virtual allocation) and a misaligned vector (float2/float4/double2/int4...) load or store end
-// the launch with a message (shim::Report). The math overloads are CUDA's (abs/min/max on
-// float stay float; mixed int/float min/max is ambiguous, as under NVRTC).
+// (ucontext) that run up to their next barrier: a __syncthreads releases when every live
+// thread of the block waits at the same one (else the launch fails: threads at different
+// barriers deadlock or corrupt on a GPU); a shuffle, vote or __syncwarp releases when the lanes
+// of its mask in the same warp of 32 all wait at one. Order flags of the launch (cfg[8]) run
+// blocks and threads in reverse or shuffled order and fill shared memory with 0xff bytes (NaN)
+// at the start of every block, so a race or a value assumed to survive from another block
+// shows. Faults are caught and reported, not crashed on: a SIGSEGV/SIGBUS during the launch
+// (the guard pages around every virtual allocation) and a misaligned vector
+// (float2/float4/double2/int4...) load or store end the launch with a message (shim::Report).
+// The math overloads are CUDA's (abs/min/max on float stay float; mixed int/float min/max is
+// ambiguous, as under NVRTC). Static __shared__ arrays live in the section vgpu_shared (the
+// library is linked with -fno-weak so inline functions' arrays may join it; arrays declared in
+// templates are not poisoned).
 #pragma once
 #include <math.h>
 #include <csetjmp>
@@ -31,7 +39,10 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static thread_local  // blocks run one at a time on the launching thread
+// Static shared arrays: one copy, since the virtual GPU runs one launch at a time in the process.
+#define __shared__ static __attribute__((section("vgpu_shared")))
+extern "C" char __start_vgpu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_vgpu_shared[] __attribute__((weak, visibility("hidden")));
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
@@ -186,11 +197,12 @@ SHIM_ATOMIC(atomicMin, unsigned long long, v < old ? v : old)
 
 namespace shim {
 // Fibers: one per thread of the block; a barrier hands control back to the scheduler, which
-// runs every live fiber up to its next barrier (or its end) before starting the next round.
+// runs every live fiber up to its next barrier (or its end), then releases what may go on.
 // On x86-64 a fiber switch saves the callee-saved registers and swaps stacks (a few ns);
 // elsewhere it is ucontext's swapcontext (which also saves the signal mask: a system call).
 struct Fiber {
-  void* sp; uint3 tid; bool done; unsigned exchanges; char* stack;
+  void* sp; uint3 tid; bool done; unsigned char wait; unsigned exchanges, mask, passed; int line;
+  char* stack;
 #if !defined(__x86_64__)
   ucontext_t ctx;
 #endif
@@ -261,26 +273,105 @@ inline void fiber_init(Fiber& x) {
 inline void to_scheduler() { swapcontext(&current->ctx, &scheduler); }
 inline void to_fiber(Fiber& x) { swapcontext(&scheduler, &x.ctx); }
 #endif
-inline void barrier() {
-  if (current) { to_scheduler(); return; }
+// Launch order flags (cfg[8]) and the seed of the shuffled order (cfg[9]).
+constexpr long long kReverse = 1, kShuffle = 2, kPoison = 4;
+inline thread_local long long order_flags = 0;
+inline thread_local unsigned long long order_seed = 0;
+inline unsigned long long mix(unsigned long long x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// What a fiber waits at: nothing (it runs), a __syncthreads, or a warp-scoped sync.
+enum : unsigned char { kRunning = 0, kAtBlockBarrier = 1, kAtWarpSync = 2 };
+inline void yield(unsigned char wait, unsigned mask, int line) {
+  current->wait = wait; current->mask = mask; current->line = line;
+  to_scheduler();
+}
+inline void block_barrier(int line) {
+  if (current) { ++current->passed; yield(kAtBlockBarrier, 0, line); return; }
   if (blockDim.x * blockDim.y * blockDim.z > 1) fail(3, nullptr, "barrier outside fiber mode");
 }
-// A shuffle: write own slot, barrier, read the source lane's slot. Two slot sets used in turn,
-// so one barrier a shuffle suffices (a set is rewritten only after every lane has read it).
-template <class T> T exchange(T v, unsigned src) {
-  static thread_local T slots[2][1024];
-  unsigned set = current ? current->exchanges++ & 1u : 0u;
-  slots[set][lane_index()] = v;
-  barrier();
-  return slots[set][src];
+inline void warp_sync(unsigned mask) {
+  if (current) { yield(kAtWarpSync, mask, 0); return; }
+  if (blockDim.x * blockDim.y * blockDim.z > 1) fail(3, nullptr, "barrier outside fiber mode");
 }
 inline uint3 thread_of(unsigned t) {
   return uint3{t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
 }
-template <class F> void run_block(F& f, bool use_fibers) {
+// A shuffle: write own slot, sync the warp, read the source lane's slot. Two slot sets used in
+// turn, so one sync a shuffle suffices (a set is rewritten only after every lane has read it).
+// The source lane is in the caller's warp: the width must divide 32.
+inline void check_width(int width) {
+  if (width < 1 || width > 32 || (width & (width - 1)))
+    fail(7, nullptr, "shuffle width must be a power of 2 from 1 to 32");
+}
+template <class T> T exchange(T v, unsigned src, unsigned mask) {
+  static thread_local T slots[2][1024];
+  unsigned set = current ? current->exchanges++ & 1u : 0u;
+  slots[set][lane_index()] = v;
+  warp_sync(mask);
+  return slots[set][src];
+}
+// The order threads are started (and resumed) in: as numbered, reversed or shuffled.
+inline thread_local unsigned thread_order[1024];
+inline void order_threads(unsigned n, unsigned long long block) {
+  for (unsigned t = 0; t < n; ++t) thread_order[t] = order_flags & kReverse ? n - 1 - t : t;
+  if (!(order_flags & kShuffle)) return;
+  for (unsigned t = n - 1; t > 0; --t) {
+    unsigned j = (unsigned)(mix(order_seed ^ mix(block * 1024 + t)) % (t + 1));
+    unsigned keep = thread_order[t]; thread_order[t] = thread_order[j]; thread_order[j] = keep;
+  }
+}
+[[noreturn]] inline void diverged(unsigned t, const char* what) {
+  threadIdx = thread_of(t);
+  fail(7, nullptr, what);
+}
+// After a round: release the warps whose lanes all wait at a warp sync, else the block at a
+// __syncthreads every live thread reached (the same one: line and count). False when all ended.
+inline bool release(unsigned n) {
+  bool released = false, live = false;
+  for (unsigned first = 0; first < n; first += 32) {
+    unsigned need = 0;
+    for (unsigned t = first; t < n && t < first + 32; ++t) {
+      live |= !fibers[t].done;
+      if (!fibers[t].done && fibers[t].wait == kAtWarpSync) need |= fibers[t].mask | 1u << (t - first);
+    }
+    bool ready = need != 0;
+    for (unsigned lane = 0; lane < 32 && ready; ++lane) {
+      unsigned t = first + lane;
+      if (!(need >> lane & 1u) || t >= n) continue;
+      if (fibers[t].done) diverged(t, "a lane named in a warp sync's mask has exited (undefined)");
+      ready = fibers[t].wait == kAtWarpSync;
+    }
+    if (!ready) continue;
+    for (unsigned t = first; t < n && t < first + 32; ++t)
+      if (need >> (t - first) & 1u) fibers[t].wait = kRunning;
+    released = true;
+  }
+  if (released || !live) return live;
+  const Fiber* lead = nullptr;
+  for (unsigned t = 0; t < n; ++t) {
+    Fiber& x = fibers[t];
+    if (x.done) continue;
+    if (x.wait != kAtBlockBarrier) diverged(t, "waits at a warp sync while others wait at __syncthreads");
+    if (!lead) { lead = &x; continue; }
+    if (x.line != lead->line || x.passed != lead->passed) {
+      static thread_local char what[96];
+      snprintf(what, sizeof what, "at __syncthreads #%u (line %d), another at #%u (line %d)",
+               x.passed, x.line, lead->passed, lead->line);
+      diverged(t, what);
+    }
+  }
+  for (unsigned t = 0; t < n; ++t) fibers[t].wait = kRunning;
+  return true;
+}
+template <class F> void run_block(F& f, bool use_fibers, unsigned long long block) {
   unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  order_threads(n, block);
   if (!use_fibers) {
-    for (unsigned t = 0; t < n; ++t) { threadIdx = thread_of(t); f(); }
+    for (unsigned k = 0; k < n; ++k) { threadIdx = thread_of(thread_order[k]); f(); }
     return;
   }
   if (fiber_count < n) {
@@ -295,19 +386,42 @@ template <class F> void run_block(F& f, bool use_fibers) {
   for (unsigned t = 0; t < n; ++t) {
     Fiber& x = fibers[t];
     x.tid = thread_of(t); x.done = false; x.exchanges = 0;
+    x.wait = kRunning; x.mask = 0; x.line = 0; x.passed = 0;
     fiber_init(x);
   }
-  for (bool live = true; live;) {
-    live = false;
-    for (unsigned t = 0; t < n; ++t) {
-      Fiber& x = fibers[t];
-      if (x.done) continue;
+  do {
+    for (unsigned k = 0; k < n; ++k) {
+      Fiber& x = fibers[thread_order[k]];
+      if (x.done || x.wait != kRunning) continue;
       current = &x; threadIdx = x.tid;
       to_fiber(x);
-      live |= !x.done;
     }
+    current = nullptr;
+  } while (release(n));
+}
+// The blocks in launch order: as numbered, reversed, or an affine permutation of the seed.
+struct BlockOrder {
+  unsigned long long n, a = 1, c = 0;
+  explicit BlockOrder(unsigned long long count) : n(count) {
+    if (!(order_flags & kShuffle) || n < 2) return;
+    a = mix(order_seed) % n | 1u;
+    while (gcd(a, n) != 1) a += 2;
+    c = mix(order_seed + 1) % n;
   }
-  current = nullptr;
+  static unsigned long long gcd(unsigned long long x, unsigned long long y) {
+    while (y) { unsigned long long r = x % y; x = y; y = r; }
+    return x;
+  }
+  unsigned long long operator[](unsigned long long i) const {
+    if (order_flags & kReverse) i = n - 1 - i;
+    return (unsigned long long)(((unsigned __int128)a * i + c) % n);
+  }
+};
+inline void poison_shared(long long dynamic_bytes) {
+  if (!(order_flags & kPoison)) return;
+  if (__stop_vgpu_shared > __start_vgpu_shared)
+    memset(__start_vgpu_shared, 0xff, (size_t)(__stop_vgpu_shared - __start_vgpu_shared));
+  if (dynamic_bytes > 0) memset(dyn_shared, 0xff, (size_t)dynamic_bytes);
 }
 
 inline thread_local struct sigaction saved_segv, saved_bus, saved_fpe;
@@ -327,7 +441,8 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
 #endif
   fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
 }
-// cfg: grid x y z, block x y z, fibers, dynamic shared bytes. Returns 0, or 1 with *rep filled.
+// cfg: grid x y z, block x y z, fibers, dynamic shared bytes, order flags, seed. Returns 0, or
+// a fault code with *rep filled.
 // The fault handlers are installed for the launch and restored after it; the virtual GPU runs
 // one launch at a time in the process, so installs and restores nest.
 template <class... A, size_t... I>
@@ -346,10 +461,16 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
   if (sigsetjmp(exit_point, 1) == 0) {
     gridDim = dim3((unsigned)cfg[0], (unsigned)cfg[1], (unsigned)cfg[2]);
     blockDim = dim3((unsigned)cfg[3], (unsigned)cfg[4], (unsigned)cfg[5]);
+    order_flags = cfg[8]; order_seed = (unsigned long long)cfg[9];
     auto f = [&] { k(*static_cast<std::remove_reference_t<A>*>(args[I])...); };
-    for (unsigned z = 0; z < gridDim.z; ++z)
-      for (unsigned y = 0; y < gridDim.y; ++y)
-        for (unsigned x = 0; x < gridDim.x; ++x) { blockIdx = uint3{x, y, z}; run_block(f, cfg[6] != 0); }
+    unsigned long long gx = gridDim.x, gxy = gx * gridDim.y;
+    BlockOrder order(gxy * gridDim.z);
+    for (unsigned long long i = 0; i < order.n; ++i) {
+      unsigned long long b = order[i];
+      blockIdx = uint3{(unsigned)(b % gx), (unsigned)(b / gx % gridDim.y), (unsigned)(b / gxy)};
+      poison_shared(cfg[7]);
+      run_block(f, cfg[6] != 0, b);
+    }
   }
   in_launch = false; current = nullptr;
   sigaction(SIGSEGV, &saved_segv, nullptr); sigaction(SIGBUS, &saved_bus, nullptr);
@@ -361,48 +482,55 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
 template <class... A> constexpr size_t arity(void (*)(A...)) { return sizeof...(A); }
 }  // namespace shim
 
-inline void __syncthreads() { shim::barrier(); }
+// __syncthreads is a macro so the check can name the line each thread waits at.
+#define __syncthreads() ::shim::block_barrier(__LINE__)
 [[noreturn]] inline void __trap() { shim::fail(5, nullptr, "__trap()"); }
-inline void __syncwarp(unsigned = 0xffffffffu) { shim::barrier(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { shim::warp_sync(mask); }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
-// Warp votes: every lane posts its predicate, one barrier, then each reads its warp's.
+// Warp votes: every lane posts its predicate, one warp sync, then each reads its warp's.
 namespace shim {
 inline unsigned warp_lanes() {  // the lanes of this thread's warp that exist in the block
   unsigned n = blockDim.x * blockDim.y * blockDim.z, first = lane_index() / 32 * 32;
   return n - first >= 32 ? 0xffffffffu : (1u << (n - first)) - 1u;
 }
-inline unsigned ballot(int predicate) {
+inline unsigned ballot(unsigned mask, int predicate) {
   static thread_local unsigned char posted[2][1024];
   unsigned set = current ? current->exchanges++ & 1u : 0u;
   unsigned t = lane_index(), first = t / 32 * 32, lanes = warp_lanes(), bits = 0;
   posted[set][t] = predicate != 0;
-  barrier();
+  warp_sync(mask);
   for (unsigned lane = 0; lane < 32; ++lane)
     if ((lanes >> lane & 1u) && posted[set][first + lane]) bits |= 1u << lane;
-  return bits;
+  return bits & mask;
+}
+// The lane of the caller's group of `width` that `lane` (0..width-1) names, as a block index.
+inline unsigned group_lane(int width, unsigned lane) {
+  check_width(width);
+  unsigned t = lane_index();
+  return t / (unsigned)width * (unsigned)width + lane;
 }
 }  // namespace shim
-inline unsigned __ballot_sync(unsigned mask, int predicate) { return shim::ballot(predicate) & mask; }
-inline int __any_sync(unsigned mask, int predicate) { return (shim::ballot(predicate) & mask) != 0; }
+inline unsigned __ballot_sync(unsigned mask, int predicate) { return shim::ballot(mask, predicate); }
+inline int __any_sync(unsigned mask, int predicate) { return shim::ballot(mask, predicate) != 0; }
 inline int __all_sync(unsigned mask, int predicate) {
-  return (shim::ballot(predicate) & mask) == (mask & shim::warp_lanes());
+  return shim::ballot(mask, predicate) == (mask & shim::warp_lanes());
 }
-template <class T> T __shfl_sync(unsigned, T v, int src, int width = warpSize) {
-  unsigned t = shim::lane_index();
-  return shim::exchange(v, t / width * width + (unsigned)src % width);
+template <class T> T __shfl_sync(unsigned mask, T v, int src, int width = warpSize) {
+  return shim::exchange(v, shim::group_lane(width, (unsigned)src % (unsigned)width), mask);
 }
-template <class T> T __shfl_down_sync(unsigned, T v, unsigned delta, int width = warpSize) {
-  unsigned t = shim::lane_index();
-  return shim::exchange(v, t % width + delta < (unsigned)width ? t + delta : t);
+template <class T> T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+  unsigned lane = shim::lane_index() % (unsigned)width;
+  return shim::exchange(v, shim::group_lane(width, lane + delta < (unsigned)width ? lane + delta
+                                                                                   : lane), mask);
 }
-template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = warpSize) {
-  unsigned t = shim::lane_index();
-  return shim::exchange(v, t % width >= delta ? t - delta : t);
+template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+  unsigned lane = shim::lane_index() % (unsigned)width;
+  return shim::exchange(v, shim::group_lane(width, lane >= delta ? lane - delta : lane), mask);
 }
-template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = warpSize) {
-  unsigned t = shim::lane_index();
-  return shim::exchange(v, t / width * width + ((t % width) ^ (unsigned)mask));
+template <class T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize) {
+  unsigned lane = shim::lane_index() % (unsigned)width, other = lane ^ (unsigned)lane_mask;
+  return shim::exchange(v, shim::group_lane(width, other < (unsigned)width ? other : lane), mask);
 }
 
 // After the kernel source, the virtual GPU adds VGPU_EXPORT(name) for each kernel:

@@ -3,7 +3,9 @@
 A capture in progress forbids, on the thread that captures, allocations, host syncs and
 host<->device copies: ``check_not_capturing(what)`` raises ``CaptureError`` naming the step and
 the capturing stream. Other threads go on (CuPy captures in CUDA's relaxed mode); a device-wide
-synchronize fails on every thread (``check_no_capture_anywhere``).
+synchronize fails on every thread (``check_no_capture_anywhere``). As in CUDA, a forbidden call
+also invalidates the capture: its ``end_capture`` raises, even where the first error was
+swallowed (a finalizer's).
 
 Example:
     >>> from hybridgpu.vgpu import devices
@@ -22,11 +24,14 @@ import threading
 from .errors import CaptureError
 
 __all__ = ["Device", "configure", "count", "current_id", "check_not_capturing",
-           "check_no_capture_anywhere", "capturing_streams"]
+           "check_no_capture_anywhere", "capturing_streams", "on_device_synchronize",
+           "synchronize_device"]
 
 _state = {"count": 1}
 _local = threading.local()
 _capturing: dict = {}  # stream -> id of the thread capturing on it
+_invalidated: dict = {}  # capturing stream -> what invalidated its capture
+_drains: list = []  # run at a device synchronize (streams.drain_all: the async mode's queues)
 #: bytes of memory each virtual device offers (what memGetInfo reports as total)
 TOTAL_MEMORY = 16 << 30
 
@@ -88,8 +93,9 @@ class Device:
         _stack()[0] = self.id
 
     def synchronize(self):
-        """Wait for the device: work runs when launched here, so only the capture check."""
+        """Wait for the device: the capture check, then every stream's queued work."""
         check_no_capture_anywhere("Device.synchronize()")
+        synchronize_device(self.id)
 
     def __enter__(self):
         _stack().append(self.id)
@@ -113,15 +119,35 @@ def capturing_streams():
     return set(_capturing)
 
 
+def on_device_synchronize(drain):
+    """Call ``drain(device_id)`` at every device synchronize (streams registers its queues)."""
+    _drains.append(drain)
+
+
+def synchronize_device(device_id):
+    """Run the work queued on device ``device_id`` (after the capture check)."""
+    for drain in _drains:
+        drain(device_id)
+
+
 def begin_capture(stream):
     _capturing[stream] = threading.get_ident()
+    _invalidated.pop(stream, None)
 
 
 def end_capture(stream):
+    """End ``stream``'s capture; CaptureError if a forbidden call invalidated it meanwhile
+    (even one whose error was swallowed, as in a finalizer run by the garbage collector)."""
     _capturing.pop(stream, None)
+    what = _invalidated.pop(stream, None)
+    if what is not None:
+        raise CaptureError(f"the capture on {stream!r} was invalidated by {what} "
+                           "(cudaErrorStreamCaptureInvalidated)")
 
 
 def _raise(what, streams):
+    for stream in streams:
+        _invalidated.setdefault(stream, what)
     names = ", ".join(sorted(repr(s) for s in streams))
     raise CaptureError(f"{what} is not allowed while a stream is capturing a CUDA graph "
                        f"({names}): CUDA fails the capture "

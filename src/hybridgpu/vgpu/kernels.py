@@ -30,9 +30,10 @@ import threading
 
 import numpy as np
 
-from . import compiler, devices, memory, streams
+from . import compiler, devices, memory, ordering, streams
 from .array import ndarray
-from .errors import LaunchError, MemoryFaultError
+from .errors import KernelCompileError, LaunchError, MemoryFaultError
+from .launch_facts import launch_facts
 
 __all__ = ["RawModule", "RawKernel", "MAX_SHARED_DEFAULT"]
 
@@ -81,9 +82,10 @@ class RawModule:
                 code = f.read()
         if not isinstance(code, str):
             raise TypeError(f"RawModule code must be a str, got {type(code).__name__}")
-        self.code, self.options = code, tuple(options)
+        self.code, self.options = code, _options(options)
         self.name_expressions = name_expressions
         self._signatures = compiler.kernel_signatures(code)
+        self._facts = launch_facts(code)
         self._lib = None
 
     def get_function(self, name):
@@ -106,12 +108,35 @@ class RawKernel:
         module = _module or RawModule(code=code, options=options)
         if name not in module._signatures:
             module.get_function(name)  # raises naming the kernels there are
-        self.code, self.name, self.options = code, name, tuple(options)
+        self.code, self.name, self.options = code, name, _options(options)
         self._params = module._signatures[name]
         self._module = module
         self._fibers = compiler.uses_barriers(code)
         self._fn = None
-        self.max_dynamic_shared_size_bytes = MAX_SHARED_DEFAULT
+        self._bounds, self._static_shared = module._facts.get(name, (None, 0))
+        if self._static_shared > MAX_SHARED_DEFAULT:
+            raise KernelCompileError(
+                f"kernel {name} uses too much shared data ({self._static_shared} bytes of "
+                f"static __shared__ arrays, {MAX_SHARED_DEFAULT} max): ptxas rejects it; "
+                "use dynamic shared memory (extern __shared__) with "
+                "max_dynamic_shared_size_bytes")
+        self._max_dynamic = None
+
+    @property
+    def max_dynamic_shared_size_bytes(self):
+        """Dynamic shared memory a launch may use: 48 KiB less the static arrays, unless set
+        (CUDA's cudaFuncAttributeMaxDynamicSharedMemorySize)."""
+        if self._max_dynamic is None:
+            return MAX_SHARED_DEFAULT - self._static_shared
+        return self._max_dynamic
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value):
+        if value < 0 or value + self._static_shared > MAX_SHARED_OPTIN:
+            raise LaunchError(f"kernel {self.name}: max_dynamic_shared_size_bytes={value} with "
+                              f"{self._static_shared} bytes of static shared memory is over "
+                              f"{MAX_SHARED_OPTIN} (cudaErrorInvalidValue)")
+        self._max_dynamic = int(value)
 
     def _function(self):
         if self._fn is None:
@@ -124,12 +149,15 @@ class RawKernel:
             self._fn = fn
         return self._fn
 
-    def __call__(self, grid, block, args, shared_mem=0, stream=None):
-        grid, block = _dims(grid, "grid"), _dims(block, "block")
+    def __call__(self, grid, block, args, *, shared_mem=0, stream=None,
+                 enable_cooperative_groups=False):
+        grid, block = _dims(self.name, grid, "grid"), _dims(self.name, block, "block")
+        shared_mem = _shared_bytes(self.name, shared_mem)
         _check_limits(self.name, grid, block, shared_mem, self.max_dynamic_shared_size_bytes)
-        if not isinstance(args, tuple):
-            raise TypeError(f"kernel {self.name}: args must be a tuple, got "
-                            f"{type(args).__name__}")
+        _check_bounds(self.name, block, self._bounds)
+        if not isinstance(args, (tuple, list)):
+            raise TypeError(f"kernel {self.name}: args must be a tuple (CuPy iterates it), "
+                            f"got {type(args).__name__}")
         if len(args) != len(self._params):
             raise TypeError(f"kernel {self.name} takes {len(self._params)} arguments "
                             f"({', '.join(n for _, n in self._params)}), got {len(args)}")
@@ -140,7 +168,8 @@ class RawKernel:
             if pointer is not None:
                 pointers.append(pointer)
         fn = self._function()
-        cfg = (ctypes.c_longlong * 8)(*grid, *block, int(self._fibers), int(shared_mem))
+        cfg = (ctypes.c_longlong * 10)(*grid, *block, int(self._fibers), int(shared_mem),
+                                       ordering.launch_flags(), ordering.seed())
         slots = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
         what = f"kernel {self.name} grid={grid} block={block}"
 
@@ -159,29 +188,59 @@ class RawKernel:
         return f"<virtual RawKernel {self.name}>"
 
 
-def _dims(value, what):
-    if isinstance(value, (int, np.integer)):
-        value = (int(value),)
-    value = tuple(int(v) for v in value)
+def _options(options):
+    if not isinstance(options, tuple):
+        raise TypeError(f"Argument 'options' has incorrect type (expected tuple, got "
+                        f"{type(options).__name__}): CuPy declares it a tuple")
+    return options
+
+
+def _dims(kernel, value, what):
+    """``value`` as CuPy's Cython takes it: a tuple of 1 to 3 ints, each below 1 counted as 1
+    (CuPy launches ``max(1, d)``)."""
+    if not isinstance(value, tuple):
+        raise TypeError(f"kernel {kernel}: Argument '{what}' has incorrect type (expected "
+                        f"tuple, got {type(value).__name__}): CuPy takes {what}=(x,), (x, y) "
+                        "or (x, y, z)")
     if not 1 <= len(value) <= 3:
-        raise ValueError(f"{what} must have 1 to 3 dimensions, got {value}")
-    return value + (1,) * (3 - len(value))
+        raise ValueError(f"kernel {kernel}: {what} must have 1 to 3 dimensions, got {value}")
+    for v in value:
+        if not isinstance(v, (int, np.integer)):
+            raise TypeError(f"kernel {kernel}: {what} {value} holds a "
+                            f"{type(v).__name__}; CuPy converts each to a C int")
+    return tuple(max(1, int(v)) for v in value) + (1,) * (3 - len(value))
+
+
+def _shared_bytes(kernel, value):
+    if not isinstance(value, (int, np.integer)):
+        raise TypeError(f"kernel {kernel}: shared_mem must be an int (size_t), got "
+                        f"{type(value).__name__}")
+    if value < 0:
+        raise OverflowError(f"kernel {kernel}: shared_mem={value}: can't convert negative "
+                            "value to size_t")
+    return int(value)
+
+
+def _check_bounds(name, block, bounds):
+    threads = block[0] * block[1] * block[2]
+    if bounds is not None and threads > bounds:
+        raise LaunchError(f"kernel {name}: {threads} threads a block, over its "
+                          f"__launch_bounds__({bounds}) (cudaErrorLaunchOutOfResources: too "
+                          "many resources requested for launch)")
 
 
 def _check_limits(name, grid, block, shared_mem, max_shared):
     problems = []
-    if any(v < 1 for v in grid + block):
-        problems.append("every grid and block dimension must be >= 1")
     if block[0] > 1024 or block[1] > 1024 or block[2] > 64:
         problems.append(f"block {block} over (1024, 1024, 64)")
     if block[0] * block[1] * block[2] > 1024:
         problems.append(f"{block[0] * block[1] * block[2]} threads a block (at most 1024)")
     if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
         problems.append(f"grid {grid} over (2^31-1, 65535, 65535)")
-    if shared_mem < 0 or shared_mem > min(max_shared, MAX_SHARED_OPTIN):
+    if shared_mem > max_shared:
         problems.append(f"{shared_mem} bytes of dynamic shared memory (at most {max_shared}; "
                         "set max_dynamic_shared_size_bytes to opt in up to "
-                        f"{MAX_SHARED_OPTIN})")
+                        f"{MAX_SHARED_OPTIN} with the static arrays)")
     if problems:
         raise LaunchError(f"kernel {name}: launch over CUDA's limits: {'; '.join(problems)} "
                           "(cudaErrorInvalidConfiguration)")
@@ -267,6 +326,9 @@ def _fault(kernel, report):
         detail = "__trap() was called (cudaErrorLaunchFailure)"
     elif report.code == 6:
         detail = f"{what} (the virtual GPU gives each thread 128 KiB of stack)"
+    elif report.code == 7:
+        detail = (f"barrier divergence: this thread {what} (a GPU deadlocks or gives undefined "
+                  "results)")
     else:
         detail = (f"{what} at address 0x{address:x}: {memory.describe(address)} "
                   "(cudaErrorIllegalAddress)")

@@ -231,6 +231,8 @@ def _run_group(calls):
                                f"a set of {size}: every rank must post the same collectives, "
                                "or NCCL hangs")
         for step in zip(*(ranks[r] for r in range(size))):
+            for call in step:  # the collective follows each rank's queued work (async mode)
+                streams.complete(call.stream)
             _all_reduce(step)
 
 

@@ -58,6 +58,7 @@ def _runtime():
 
     def device_synchronize():
         devices.check_no_capture_anywhere("cudaDeviceSynchronize (a host sync)")
+        devices.synchronize_device(devices.current_id())
 
     def runtime_version():
         return 13000
@@ -214,6 +215,7 @@ def scatter_add(a, slices, value):
         raise TypeError(f"cupyx.scatter_add has no {a.dtype.name} kernel (it has "
                         f"{', '.join(_SCATTER_ADD_DTYPES)})")
     values = array_mod.unwrap(value, "cupyx.scatter_add")
+    streams.host_work()
     values = np.asarray(values).astype(a.dtype, copy=False)
     np.add.at(a._a, array_mod.unwrap(slices, "cupyx.scatter_add", allow_host=True), values)
 
@@ -233,6 +235,7 @@ def _special(name):
         if not isinstance(x, ndarray):
             return _real(f"cupyx.scipy.special.{name}")(x)
         host = special_host.host_function(name)
+        streams.host_work()
         with np.errstate(all="ignore"):
             return wrap(_cupyx_edges(name, x._a, np.asarray(host(x._a))))
 

@@ -9,6 +9,16 @@ capturing thread's allocations, host syncs, host<->device copies and work on the
 default stream raise ``CaptureError`` (other threads go on, as in CuPy's relaxed capture
 mode, except that nobody may synchronise the capturing stream or the device).
 
+In the ``async`` mode (``HYBRIDGPU_VGPU_ORDER``, see ordering.py) each stream queues its work
+instead, and a step runs only when something waits for it: ``Stream.synchronize``,
+``Event.synchronize``/``done``, a device synchronize (every queue, newest stream first), host
+work on the current stream (``host_work()``: array functions, operators and host reads run
+after that stream's queue, as CuPy's kernels and copies would), or a step queued after a
+``wait_event`` on its event. The legacy default stream orders with blocking streams as in
+CUDA. So a stream that reads another's results without an event wait reads stale data here,
+as it may on a GPU. Queued steps keep the pages they touch mapped (memory.pin) while their
+arrays may be freed, as CuPy's pool reuses freed memory only in stream order.
+
 Example:
     >>> s = Stream(non_blocking=True)
     >>> ran = []
@@ -17,33 +27,40 @@ Example:
     ...     submit(Step("append 1", lambda: ran.append(1)))
     ...     g = s.end_capture()
     >>> before = list(ran); g.launch(stream=s); g.launch(stream=s)
-    >>> before, ran
+    >>> s.synchronize(); before, ran
     ([], [1, 1])
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 import weakref
 
-from . import devices, memory
+from . import devices, memory, ordering
 from .errors import CaptureError, FreedMemoryError, MemoryFaultError
 
 __all__ = ["Stream", "Event", "Graph", "Step", "submit", "get_current_stream",
-           "stream_from_ptr", "memcpy_async"]
+           "stream_from_ptr", "memcpy_async", "host_work", "complete", "drain_all"]
 
 _handles = itertools.count(0x5000, 0x10)
 _by_ptr: dict[int, weakref.ref] = {}
 _local = threading.local()
+_queue_lock = threading.RLock()  # the queues of every stream (async mode)
+_activity = itertools.count()  # when each stream last got work: drains go newest first
+_queued: dict = {}  # stream -> its pending steps (async mode), in issue order
 
 
 class Step:
     """One unit of device work: ``run()`` does it; ``what`` names it in errors; ``pointers``
-    are the ``(allocation serial, address)`` pairs it touches, checked live at replay."""
+    are the ``(allocation serial, address)`` pairs it touches, checked live at replay.
+    Queued (async mode), it also holds ``after`` (steps of other streams it waits for) and
+    ``keep`` (the allocations it touches, pinned mapped until it ran)."""
 
     def __init__(self, what, run, pointers=()):
         self.what, self.run, self.pointers = what, run, tuple(pointers)
+        self.after, self.keep, self.done, self.stream = (), (), False, None
 
     def check_live(self, index):
         for serial, ptr in self.pointers:
@@ -52,6 +69,12 @@ class Step:
                     f"graph step {index} ({self.what}) uses address 0x{ptr:x} of allocation "
                     f"#{serial}, which has been freed since the graph was captured "
                     f"(now {memory.describe(ptr)}); recapture after replacing arrays")
+
+
+def _marker(what, after=()):
+    step = Step(what, lambda: None)
+    step.after = tuple(a for a in after if a is not None and not a.done)
+    return step
 
 
 class Stream:
@@ -65,6 +88,7 @@ class Stream:
         self.device_id = devices.current_id()
         self.non_blocking = non_blocking
         self._graph_steps = None  # a list while capturing
+        self._activity = 0
         if not null:
             _by_ptr[self.ptr] = weakref.ref(self)
 
@@ -84,6 +108,7 @@ class Stream:
             devices.check_no_capture_anywhere(f"{self!r}.synchronize() (a host sync of the "
                                               "capturing stream)")
         devices.check_not_capturing(f"{self!r}.synchronize() (a host sync)")
+        complete(self)
 
     def record(self, event=None):
         event = Event() if event is None else event
@@ -91,7 +116,11 @@ class Stream:
         return event
 
     def wait_event(self, event):
-        """Order this stream after ``event`` (work is synchronous here: nothing to wait)."""
+        """Order this stream's later work after ``event`` (async mode: a queued marker that
+        waits for the event's step)."""
+        step = getattr(event, "_step", None)
+        if step is not None and not step.done and not self.is_capturing():
+            self.submit(_marker(f"wait for {event!r}", [step]))
 
     def is_capturing(self):
         return self._graph_steps is not None
@@ -105,16 +134,20 @@ class Stream:
             raise CaptureError(f"{self!r} is already capturing")
         self._graph_steps = []
         devices.begin_capture(self)
+        if ordering.enabled("gc"):
+            gc.collect()  # a finalizer that synchronises invalidates the capture
 
     def end_capture(self):
         if self._graph_steps is None:
             raise CaptureError(f"{self!r}.end_capture() without begin_capture()")
+        if ordering.enabled("gc"):
+            gc.collect()
         steps, self._graph_steps = self._graph_steps, None
-        devices.end_capture(self)
+        devices.end_capture(self)  # raises if something invalidated the capture
         return Graph(steps)
 
     def submit(self, step):
-        """Run ``step`` now, or record it when this stream captures."""
+        """Run ``step`` now (async mode: queue it), or record it when this stream captures."""
         if self._graph_steps is not None:
             self._graph_steps.append(step)
             return
@@ -124,7 +157,10 @@ class Stream:
             if any(not s.non_blocking for s in devices.capturing_streams()):
                 devices.check_no_capture_anywhere(f"{step.what} on the legacy default stream")
             devices.check_not_capturing(f"{step.what} on the legacy default stream")
-        step.run()
+        if ordering.enabled("async"):
+            _enqueue(self, step)
+        else:
+            step.run()
 
     def __repr__(self):
         return "<Stream null>" if self.ptr == 0 else f"<Stream 0x{self.ptr:x}>"
@@ -162,23 +198,109 @@ def stream_from_ptr(ptr):
     return stream
 
 
+# -- the async mode's queues -----------------------------------------------------------------
+
+def _legacy_partners(stream):
+    """The streams whose queued work ``stream``'s next step must follow implicitly: the
+    legacy stream follows every blocking stream of its device, a blocking stream follows the
+    legacy stream."""
+    if stream.ptr == 0:
+        return [s for s in _queued if s.ptr != 0 and not s.non_blocking
+                and s.device_id == devices.current_id()]
+    return [] if stream.non_blocking else [Stream.null]
+
+
+def _enqueue(stream, step):
+    with _queue_lock:
+        partners = [_queued[s][-1] for s in _legacy_partners(stream) if _queued.get(s)]
+        step.after = tuple(step.after) + tuple(partners)
+        step.stream = stream
+        mems = {m.ptr: m for m in (memory.find(p) for _, p in step.pointers) if m is not None}
+        step.keep = tuple(memory.pin(m) for m in mems.values())
+        _queued.setdefault(stream, []).append(step)
+        stream._activity = next(_activity)
+
+
+def _run_through(step):
+    """Run ``step``'s stream's queue up to ``step`` (and what each waits for)."""
+    with _queue_lock:
+        queue = _queued.get(step.stream, [])
+        while not step.done and queue:
+            head = queue.pop(0)
+            for other in head.after:
+                if not other.done:
+                    _run_through(other)
+            head.done = True
+            try:
+                head.run()
+            finally:
+                for ptr in head.keep:
+                    memory.unpin(ptr)
+                head.keep = ()
+        if not queue:
+            _queued.pop(step.stream, None)
+
+
+def complete(stream):
+    """Run everything queued on ``stream`` (async mode; otherwise nothing is queued)."""
+    with _queue_lock:
+        queue = _queued.get(stream)
+        if queue:
+            _run_through(queue[-1])
+
+
+def host_work():
+    """Host computation on device arrays is about to run as work of the current stream: run
+    what that stream (and, by CUDA's legacy-stream rule, its partners) has queued first."""
+    if not _queued:
+        return
+    stream = get_current_stream()
+    with _queue_lock:
+        for other in _legacy_partners(stream):
+            complete(other)
+        complete(stream)
+
+
+def drain_all(device_id=None):
+    """Run every queue (of ``device_id``, or of all devices), the stream that got work last
+    first: a device synchronize."""
+    with _queue_lock:
+        order = sorted(_queued, key=lambda s: -s._activity)
+        for stream in order:
+            if device_id is None or stream.device_id == device_id or stream.ptr == 0:
+                complete(stream)
+
+
 class Event:
-    """``cupy.cuda.Event``: recorded on a stream; work is synchronous, so it is done when
-    recorded."""
+    """``cupy.cuda.Event``: recorded on a stream; done when the work before it has run (at
+    once, unless the async mode queues it)."""
 
     def __init__(self, block=False, disable_timing=False, interprocess=False):
         self.ptr = next(_handles)
+        self._step = None
 
     def record(self, stream=None):
         self.stream = get_current_stream() if stream is None else stream
+        self._step = None
+        pending = [s for s in [self.stream, *_legacy_partners(self.stream)] if _queued.get(s)]
+        if ordering.enabled("async") and not self.stream.is_capturing() and pending:
+            self._step = _marker(f"{self!r} recorded")
+            self.stream.submit(self._step)
 
     def synchronize(self):
         devices.check_not_capturing("Event.synchronize() (a host sync)")
+        if self._step is not None:
+            _run_through(self._step)
 
     @property
     def done(self):
-        """True: work runs when submitted, so a recorded event is always complete."""
+        """True once the work before the event ran (a query runs it: the device progresses)."""
+        if self._step is not None:
+            _run_through(self._step)
         return True
+
+    def __repr__(self):
+        return f"<Event 0x{self.ptr:x}>"
 
 
 class Graph:
@@ -197,8 +319,14 @@ class Graph:
             raise CaptureError("launching a graph inside a capture is not supported here")
         for i, step in enumerate(self.steps):
             step.check_live(i)
-        for step in self.steps:
-            step.run()
+        steps = self.steps
+
+        def replay():
+            for step in steps:
+                step.run()
+
+        pointers = [p for step in steps for p in step.pointers]
+        stream.submit(Step(f"{self!r} launch", replay, pointers))
 
     def debug_dot_str(self, flags=0):
         nodes = "\n".join(f'  n{i} [label="{s.what}"];' for i, s in enumerate(self.steps))
@@ -237,4 +365,11 @@ def memcpy_async(dst, src, nbytes, kind, stream_ptr):
     if kind in (2, 3):
         src_dev = _device_range(src, nbytes, f"{what} source")
     pointers = [(m.serial, p) for m, p in ((dst_dev, dst), (src_dev, src)) if m is not None]
+    if kind != 3:  # pageable host memory: CUDA copies it synchronously, in stream order
+        complete(stream)
+        ctypes.memmove(dst, src, nbytes)
+        return
     stream.submit(Step(what, lambda: ctypes.memmove(dst, src, nbytes), pointers))
+
+
+devices.on_device_synchronize(drain_all)
