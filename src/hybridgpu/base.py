@@ -89,6 +89,52 @@ class NotImplementedForSymbol(MXNetError):  # noqa: N818  (MXNet's name)
     ``hybridgpu.symbol.NotAvailableOnSymbol``, whose message says what to use instead."""
 
 
+class NotPortedError(AttributeError):  # noqa: N818  (says what it is: a name not ported)
+    """A name MXNet 1.x has (or might have) that hybridgpu does not hold, such as a contrib op
+    not ported: an AttributeError (so ``hasattr`` and ``getattr(..., default)`` work) whose
+    message says where the name was looked up and points to docs/coming_from_mxnet.md.
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> hasattr(mx.nd.contrib, "no_such_op")
+        False
+    """
+
+
+def missing_name_hook(namespace, public):
+    """A module ``__getattr__`` for the op namespace dict ``namespace`` (shown as ``public``,
+    e.g. ``'mx.nd.contrib'``): a public name it lacks raises NotPortedError naming what the
+    namespace holds, the closest names, and docs/coming_from_mxnet.md.
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> try:
+        ...     mx.nd.rellu
+        ... except NotPortedError as err:
+        ...     print(err)  # doctest: +ELLIPSIS
+        mx.nd.rellu is not in hybridgpu (did you mean relu...?): mx.nd holds ... ops here ...
+    """
+    def __getattr__(name):  # noqa: N807  (PEP 562 module hook)
+        if name.startswith("_"):
+            raise AttributeError(f"module {public!r} has no attribute {name!r}")
+        import difflib
+
+        held = sorted(k for k, v in namespace.items() if not k.startswith("_") and callable(v)
+                      and k != "populate" and getattr(v, "__module__", "").startswith("hybridgpu"))
+        close = difflib.get_close_matches(name, held, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise NotPortedError(
+            f"{public}.{name} is not in hybridgpu{hint}: {public} holds {len(held)} op"
+            f"{'s' * (len(held) != 1)} here (dir({public}) lists them), and MXNet 1.x's other "
+            "ops are not ported; see docs/coming_from_mxnet.md for what is here and what to use "
+            "instead")
+
+    return __getattr__
+
+
+__all__ += ["NotPortedError", "missing_name_hook"]
+
+
 class ArgumentTypeError(TypeError, AssertionError):
     """An argument of a kind the function does not take: an NDArray op given a Symbol, a NumPy
     array where an NDArray is needed. MXNet 1.9.1 raises ``AssertionError`` on some of these

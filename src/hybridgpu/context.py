@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
+import warnings
 
 import numpy as np
 
 from .base import MXNetError
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
-           "gpu_memory_info"]
+           "gpu_memory_info", "VirtualGPUWarning"]
 
 _INSTALL_HINT = (
     "install CuPy for your CUDA version: pip install 'hybridgpu[cuda12]' (cupy-cuda12x) or "
@@ -46,6 +48,29 @@ def _virtual_gpu_count():
         raise MXNetError(f"HYBRIDGPU_VIRTUAL_GPU must be a number of virtual devices (an int "
                          f">= 0), got {value!r}")
     return n
+
+
+class VirtualGPUWarning(UserWarning):
+    """Said once a process, when a gpu context is first used while ``HYBRIDGPU_VIRTUAL_GPU``
+    is set: ``gpu(i)`` is then the virtual GPU (CPU emulation), whose timings are not a
+    GPU's. Silence it with ``warnings.simplefilter("ignore", VirtualGPUWarning)``."""
+
+
+_virtual_noticed = []  # one entry once the notice was given (a list: no global statement)
+
+
+def _notice_virtual(ctx, count):
+    """Warn, the first time in this process, that ``ctx`` is the virtual GPU."""
+    if _virtual_noticed:
+        return
+    _virtual_noticed.append(ctx)
+    level, frame, package = 1, sys._getframe(0), os.path.dirname(__file__)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        level, frame = level + 1, frame.f_back  # point at the user's line, not ours
+    warnings.warn(f"{ctx} is hybridgpu's virtual GPU (HYBRIDGPU_VIRTUAL_GPU={count}): the GPU "
+                  "code path emulated on the CPU (kernels compiled with g++), for testing "
+                  "without a GPU; results follow CUDA's rules, timings are not a GPU's",
+                  VirtualGPUWarning, stacklevel=level)
 
 
 def _import_cupy():
@@ -135,6 +160,17 @@ class Context(metaclass=_ContextType):
         self._xp = None if self.is_gpu else np
 
     @property
+    def is_virtual(self):
+        """True for a gpu context while ``HYBRIDGPU_VIRTUAL_GPU`` is set: the virtual GPU (the
+        GPU code path emulated on the CPU); ``str(ctx)`` stays MXNet's ``'gpu(0)'``.
+
+        Example:
+            >>> cpu(0).is_virtual
+            False
+        """
+        return self.is_gpu and _virtual_gpu_count() > 0
+
+    @property
     def device_type(self):
         """``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'``."""
         return self.devtype2str[self.device_typeid]
@@ -156,6 +192,8 @@ class Context(metaclass=_ContextType):
                     raise MXNetError(
                         f"{self} is not available: {seen}"
                         + ("; is a CUDA driver installed and a GPU visible?" if count == 0 else ""))
+                if getattr(cupy, "is_virtual", False):
+                    _notice_virtual(self, count)
                 self._xp = cupy
             else:
                 self._xp = np

@@ -125,6 +125,36 @@ class Executable:
             outs[k] = None
         return outs
 
+    def signature(self):
+        """One line: the block, the context and mode, the data inputs and the outputs.
+
+        Example:
+            >>> import hybridgpu as mx
+            >>> from hybridgpu.graph import Graph, infer_shapes, infer_types
+            >>> x = mx.sym.var("x")
+            >>> g = Graph((x * 2)._outputs)
+            >>> infer_shapes(g, {"x": (2,)}); infer_types(g, {"x": "float32"})
+            >>> compile_graph(g, mx.cpu(), is_train=False).signature()
+            'cpu(0) predict: x (2,) float32 -> (2,) float32'
+        """
+        graph, flags = self.graph, self.flags or {}
+        if graph is None:
+            return "(no graph)"
+
+        def value(key):
+            return f"{graph.shapes.get(key)} {graph.dtypes.get(key)}"
+
+        data = flags.get("data_inputs")
+        names = [n for n in graph.variables if data is None or n.name in data]
+        ins = ", ".join(f"{n.name} {value((graph.index[id(n)], 0))}" for n in names)
+        outs = ", ".join(value(graph.key(e)) for e in graph.outputs)
+        block = f"{flags['block']!r} on " if flags.get("block") else ""
+        mode = "train" if getattr(self, "is_train", False) else "predict"
+        return f"{block}{getattr(self, 'ctx', '?')} {mode}: {ins} -> {outs}"
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.signature()}>"
+
 
 def _check_into(dst, value, k):
     if tuple(dst.shape) != tuple(value.shape) or dst.dtype != value.dtype:

@@ -55,7 +55,8 @@ _serial = itertools.count()
 
 class CpuExecutable(Executable):
     """A compiled cpu graph: ``exe(inputs, rng=None) -> [arrays]`` (the Executable contract
-    of ``compiler.pipeline``); ``source`` is the generated Python, ``program`` the Program."""
+    of ``compiler.pipeline``); ``source`` is the generated Python, ``program`` the Program;
+    ``print(exe)`` shows the signature and the program, ``repr(exe)`` the signature."""
 
     def __init__(self, graph, program, ctx, is_train):
         self.graph, self.program, self.ctx, self.is_train = graph, program, ctx, is_train
@@ -86,6 +87,10 @@ class CpuExecutable(Executable):
             raise self._explain(err) from None
         finally:
             free.append(forward)
+
+    def __str__(self):
+        """The signature, then the generated program (``print(net.last_executable)``)."""
+        return f"cpu program of {self.signature()}\n{self.source}"
 
     @property
     def instances(self):

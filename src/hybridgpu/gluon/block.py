@@ -195,6 +195,8 @@ class Block:
         if not loaded and not params:
             return
         if not any("." in key for key in loaded):  # full names: MXNet's legacy format
+            if not allow_missing:
+                _check_legacy_names(self, filename, loaded)
             self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
                                        cast_dtype=cast_dtype, dtype_source=dtype_source)
             return
@@ -263,6 +265,36 @@ class Block:
         from .summary import print_summary
 
         print_summary(self, inputs)
+
+
+def _check_legacy_names(block, filename, loaded):
+    """ParameterMissingError when a file of names without dots (``save_params`` writes the
+    names less the block's prefix, ``collect_params().save`` the full names) lacks one of
+    ``block``'s parameters; says which kind of file it looks like and how to load it."""
+    names = [re.sub(r"^(arg|aux):", "", key) for key in loaded]
+    params = list(block.collect_params().keys())
+    wanted = {name[len(block.prefix):]: name for name in params if name.startswith(block.prefix)}
+    missing = [(short, full) for short, full in wanted.items() if short not in names]
+    missing += [(name, name) for name in params if not name.startswith(block.prefix)]
+    if not missing:
+        return
+    held = ", ".join(names[:10]) + (f", ... ({len(names)} in all)" if len(names) > 10 else "")
+    example = next(iter(block._collect_params_with_prefix()), "weight")
+    relative = (f"names relative to the block (save_parameters' structural names such as "
+                f"{example!r}, or save_params' names less the prefix {block.prefix!r})")
+    head = f"{type(block).__name__} {block.name!r}: "
+    tail = ". Set allow_missing=True to ignore missing parameters."
+    if any(n in set(params) for n in names):
+        raise ParameterMissingError(
+            f"{head}file {filename!r} holds full parameter names ({held}), as "
+            f"collect_params().save(filename) writes them, but load_parameters reads {relative}, "
+            f"so it finds no {missing[0][0]!r} (parameter {missing[0][1]!r}); load this file with "
+            f"net.collect_params().load(filename), or save with net.save_parameters(filename)"
+            f"{tail}")
+    raise ParameterMissingError(
+        f"{head}Parameter {missing[0][1]!r} is missing in file {filename!r} (as "
+        f"{missing[0][0]!r}), which holds {held}; "
+        f"load_parameters reads {relative}{tail}")
 
 
 def _unnamed(filename):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import threading
 import warnings
 from collections import OrderedDict, namedtuple
@@ -47,7 +48,8 @@ from .nesting import flatten, regroup
 from .parameter import DeferredInitializationError, DeferredShapeError
 from .traced_backward import run_recorded
 
-__all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError", "CompiledSignature"]
+__all__ = ["HybridBlock", "BlockInputError", "DeferredInferenceError", "CompiledSignature",
+           "HybridForwardError"]
 
 #: Signatures kept per block before the oldest is dropped (with one warning).
 MAX_TRACES = 8
@@ -134,6 +136,59 @@ class DeferredInferenceError(InferenceError, ValueError):
 class BlockInputError(TypeError, ValueError):
     """A HybridBlock called with something that is neither NDArray nor Symbol (MXNet 1.9.1:
     ``ValueError``; hybridgpu raised ``TypeError`` before, so it is both)."""
+
+
+class HybridForwardError(MXNetError, TypeError):
+    """``hybrid_forward`` written or used in a way HybridBlock cannot run: a registered
+    Parameter its signature lacks, an NDArray mixed into the traced Symbols, NDArray-style
+    indexing of a traced Symbol. The message names the block, what was wrong and what to write
+    instead. A TypeError (what MXNet 1.9.1 raises for these) and an MXNetError."""
+
+
+#: Symbol misuse while tracing -> what was wrong and what to write instead.
+_SLICE_HINT = (
+    "while hybridized, hybrid_forward's inputs are Symbols, and on a Symbol len(x) counts its "
+    "outputs (1) and x[i] / x[a:b] select outputs, not rows as on an NDArray "
+    "(x[:len(x) // 2] is an empty group); slice rows with F.slice_axis(x, axis=0, begin=0, "
+    "end=x.shape[0] // 2) (x.shape works while tracing), which runs the same with F = nd")
+_NDARRAY_HINT = (
+    "while hybridized, hybrid_forward's inputs and parameters are Symbols (F = mx.sym), and an "
+    "NDArray (made with nd.* or held by the block) is a value outside the graph; make it part "
+    "of the graph: a constant parameter (self.c = self.params.get_constant('c', value) in "
+    "__init__, then take c as an argument of hybrid_forward), or build it with F "
+    "(F.ones_like(x), F.arange(...)), so the same code runs with F = nd and F = sym")
+_TRACE_TRAPS = (
+    (TypeError, re.compile(r"unsupported operand type\(s\) for (\S+): '(Symbol|NDArray)' and "
+                           r"'(Symbol|NDArray)'"), _NDARRAY_HINT),
+    (TypeError, re.compile(r"(\w+): input '(\w+)' must be a Symbol, got NDArray"), _NDARRAY_HINT),
+    (MXNetError, re.compile(r"(\w+): input '(\w+)' is a group of 0 outputs"), _SLICE_HINT),
+    (IndexError, re.compile(r"Symbol index (-?\d+) out of range for 1 outputs"), _SLICE_HINT),
+)
+
+
+def _trace_trap(err):
+    """The ``_TRACE_TRAPS`` explanation of ``err`` (raised by Symbol code while tracing), or
+    None when it is not one of them."""
+    if isinstance(err, HybridForwardError):
+        return None
+    for kind, pattern, hint in _TRACE_TRAPS:
+        if isinstance(err, kind) and pattern.search(str(err)):
+            return f"{err}: {hint}"
+    return None
+
+
+@functools.cache
+def _signature_misses(hybrid_forward, param_names):
+    """The Parameter names (passed by keyword) that ``hybrid_forward`` cannot take."""
+    try:
+        sig = inspect.signature(hybrid_forward)
+    except (TypeError, ValueError):
+        return ()
+    kinds = {p.name: p.kind for p in sig.parameters.values()}
+    if inspect.Parameter.VAR_KEYWORD in kinds.values():
+        return ()
+    takes = {n for n, k in kinds.items() if k != inspect.Parameter.POSITIONAL_ONLY}
+    return tuple(n for n in param_names if n not in takes)
 
 
 @functools.cache
@@ -255,6 +310,11 @@ class HybridBlock(Block):
                 return self.hybrid_forward(nd, x, *args, **params)
             except MXNetError as err:
                 raise _named_error(err, self) from None
+            except TypeError:
+                problem = self._signature_error(params)
+                if problem is None:
+                    raise
+                raise problem from None
 
     def _check_input_count(self, count):
         """TypeError naming the block when ``count`` inputs do not fit ``hybrid_forward``
@@ -312,6 +372,33 @@ class HybridBlock(Block):
                 return self.hybrid_forward(symbol, x, *args, **params)
         except (NotAvailableOnSymbol, ArgumentTypeError) as err:
             raise self._named(err) from None
+        except (TypeError, IndexError, MXNetError) as err:
+            problem = self._signature_error(params) if isinstance(err, TypeError) else None
+            trap = None if problem else _trace_trap(err)
+            if trap:
+                problem = HybridForwardError(f"in HybridBlock {self.name!r} ({type(self).__name__}"
+                                             f".hybrid_forward, while tracing): {trap}")
+            if problem is None:
+                raise
+            raise problem from None
+
+    def _signature_error(self, params):
+        """A HybridForwardError when ``hybrid_forward``'s signature cannot take the
+        Parameters ``params`` (passed by name), else None."""
+        missing = _signature_misses(type(self).hybrid_forward, tuple(params))
+        if not missing:
+            return None
+        try:
+            shown = f"hybrid_forward{inspect.signature(self.hybrid_forward)}"
+        except (TypeError, ValueError):
+            shown = "hybrid_forward"
+        names = ", ".join(missing)
+        return HybridForwardError(
+            f"{type(self).__name__} {self.name!r} registers Parameter(s) {list(missing)} "
+            f"(self.{missing[0]} = self.params.get({missing[0]!r}, ...)), and every registered "
+            f"Parameter is passed to hybrid_forward by name, but its {shown} has no argument "
+            f"named {names}: add {names} to its arguments, def hybrid_forward(self, F, x, "
+            f"{names}) (or take **kwargs)")
 
     def _named(self, err):
         """``err`` (raised by NDArray-only code while tracing) naming this block."""
@@ -371,6 +458,54 @@ class HybridBlock(Block):
             flags["shape_args"] = True
         return compile_graph(trace.graph, ctx, key[3], flags)
 
+    @property
+    def last_executable(self):
+        """The compiled program of the signature this block traced or compiled last (None
+        before the first hybridized call): ``print(net.last_executable)`` shows it (on cpu
+        the generated NumPy program, on gpu its steps), ``.source`` is its text.
+
+        Example:
+            >>> import hybridgpu as mx
+            >>> from hybridgpu.gluon import nn
+            >>> net = nn.Dense(2, in_units=3, prefix="fc_")
+            >>> net.initialize(); net.hybridize(); _ = net(mx.nd.ones((1, 3)))
+            >>> net.last_executable
+            <CpuExecutable 'fc' on cpu(0) predict: data (1, 3) float32 -> (1, 2) float32>
+        """
+        trace = self._last_trace
+        return None if trace is None else trace.executable
+
+    def compiled_program(self, *args):
+        """The compiled program ``net(*args)`` runs (traced and compiled now if needed; not
+        run): the Executable of that signature. The block must be hybridized.
+
+        Example:
+            >>> import hybridgpu as mx
+            >>> from hybridgpu.gluon import nn
+            >>> net = nn.Dense(2, in_units=3, prefix="fc_")
+            >>> net.initialize(); net.hybridize()
+            >>> exe = net.compiled_program(mx.nd.ones((4, 3)))
+            >>> exe.signature()
+            "'fc' on cpu(0) predict: data (4, 3) float32 -> (4, 2) float32"
+        """
+        if not self._active:
+            raise MXNetError(f"{type(self).__name__} {self.name!r} is not hybridized, so it "
+                             "runs no compiled program: call net.hybridize() first")
+        if not args or not isinstance(args[0], NDArray):
+            raise BlockInputError(f"{type(self).__name__}.compiled_program takes the inputs "
+                                  "of a call (NDArrays), as net(*args) does")
+        self._check_input_count(len(args))
+        ctx = args[0].context
+        self._check_contexts(ctx, args[1:])
+        flat, in_format = flatten(list(args), "input", _is_leaf)
+        key = _signature_key(repr(in_format), flat, ctx)
+        with ctx:
+            with self._trace_lock:
+                trace = self._traces.get(key) or self._new_trace(key, flat, in_format, ctx)
+            if trace.executable is None:
+                trace.executable = self._compile(trace, key, ctx)
+        return trace.executable
+
     def compiled_signatures(self):
         """The signatures this block has compiled (oldest first), as ``CompiledSignature``
         tuples: ``inputs`` (``(shape, dtype name)`` each), ``context``, ``training``,
@@ -424,6 +559,10 @@ class HybridBlock(Block):
         with modes.watching_reads() as reads:
             out = self._symbol_forward(*grouped)
         flat_out, out_format = flatten(out, "output", lambda v: isinstance(v, Symbol), _width)
+        if any(not s._outputs for s in flat_out):
+            raise HybridForwardError(
+                f"in HybridBlock {self.name!r} ({type(self).__name__}.hybrid_forward, while "
+                f"tracing): it returned a Symbol of no outputs (an empty group): {_SLICE_HINT}")
         traced = symbol.Group(flat_out)
         graph = Graph(traced._outputs)
         # parameters' current shapes win over the (possibly deferred) ones their variables

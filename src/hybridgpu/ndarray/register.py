@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from ..base import ArgumentTypeError, MXNetError
+from ..base import ArgumentTypeError, MXNetError, missing_name_hook
 from ..context import Context
 from ..ops.calling import bind_arguments, functions_of, namespace_of, signature
 from .imperative import invoke
@@ -101,4 +101,6 @@ def populate(namespace, submodule=""):
     ``ops.calling.functions_of`` for which names go where)."""
     for op, name in functions_of(submodule):
         namespace[name] = make_function(op, name)
+    public = "mx.nd" + (f".{submodule}" if submodule else "")
+    namespace.setdefault("__getattr__", missing_name_hook(namespace, public))
     return namespace

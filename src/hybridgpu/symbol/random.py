@@ -20,7 +20,7 @@ from __future__ import annotations
 import numbers
 
 from .. import ops
-from ..base import MXNetError
+from ..base import MXNetError, missing_name_hook
 from .register import make_function
 from .symbol import Symbol
 
@@ -213,3 +213,5 @@ def shuffle(data, **kwargs):
     """
     return _op_function("_shuffle")(data, **kwargs)
 
+
+__getattr__ = missing_name_hook(globals(), "mx.sym.random")

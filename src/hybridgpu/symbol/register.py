@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attribute
-from ..base import DTYPE_TO_FLAG, MXNetError
+from ..base import DTYPE_TO_FLAG, MXNetError, missing_name_hook
 from ..graph import Entry, Node
 from ..ops.calling import bind_arguments, functions_of, signature
 from .symbol import Symbol, apply_op, string_attrs
@@ -63,6 +63,8 @@ def populate(namespace, submodule=""):
     ``ops.calling.functions_of``)."""
     for op, name in functions_of(submodule):
         namespace[name] = make_function(op, name)
+    public = "mx.sym" + (f".{submodule}" if submodule else "")
+    namespace.setdefault("__getattr__", missing_name_hook(namespace, public))
     return namespace
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,

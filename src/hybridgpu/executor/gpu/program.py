@@ -211,6 +211,10 @@ class Program:
                 out.append(("graph", [n]))
         return out
 
+    def __repr__(self):
+        return (f"<gpu Program: {_count(len(self.steps), 'step')}, "
+                f"{_count(len(self.kernels), 'kernel')}, arena {_size(self.arena_bytes)}>")
+
     def __str__(self):
         graphs = sum(1 for kind, _ in self.segments() if kind == "graph")
         eager = len(self.steps) - sum(len(s) for k, s in self.segments() if k == "graph")
