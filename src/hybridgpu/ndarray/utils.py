@@ -142,9 +142,9 @@ def _to_ndarrays(records, names):
     """NDArrays from loaded records, placed as MXNet does: a gpu array onto its gpu when that
     gpu exists (MXNet's CUDA builds), everything else (and gpu arrays without it) onto cpu(0)."""
     gpu_count = None
-    arrays = []
+    arrays, host = [], cpu(0)
     for rec in records:
-        ctx = cpu(0)
+        ctx = host
         if rec.device_type == 2:
             gpu_count = num_gpus() if gpu_count is None else gpu_count
             if rec.device_id < gpu_count:

@@ -316,15 +316,26 @@ class _Reader:
                          f"(byte offset {offset})")
 
     def take(self, nbytes, what):
-        if nbytes > self.remaining:
+        start = self.pos
+        if start + nbytes > len(self.buf):
             self.fail(f"truncated file: {what} needs {nbytes} bytes but {self.remaining} "
                       f"remain")
-        start = self.pos
-        self.pos += nbytes
+        self.pos = start + nbytes
         return self.buf[start:self.pos]
 
     def unpack(self, fmt, what):
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
+        layout = _STRUCTS.get(fmt)
+        if layout is None:
+            layout = _STRUCTS[fmt] = struct.Struct(fmt)
+        start = self.pos
+        if start + layout.size > len(self.buf):
+            self.fail(f"truncated file: {what} needs {layout.size} bytes but "
+                      f"{self.remaining} remain")
+        self.pos = start + layout.size
+        return layout.unpack_from(self.buf, start)
+
+
+_STRUCTS: dict = {}  # format -> struct.Struct, made once
 
 
 def _read_dims(reader, version, ndim):
@@ -365,8 +376,45 @@ def _read_shape(reader, magic):
     return 0, _read_dims(reader, 0, magic)
 
 
+_V2_HEAD = struct.Struct("<Iii")          # magic, storage type, ndim
+_V2_DIMS = {n: struct.Struct(f"<{n}q") for n in range(1, 9)}
+_V2_TAIL = struct.Struct("<iii")          # device type, device id, dtype flag
+
+
+def _read_plain_v2(reader):
+    """The common record (V2, dense, 1 to 8 dims, a known device and dtype, every byte
+    present) read in a few steps, or None for anything else, which ``_read_array`` then reads
+    field by field and explains. Keeps loading linear and cheap for files of many small
+    arrays."""
+    buf, pos = reader.buf, reader.pos
+    size = len(buf)
+    if pos + 12 > size:
+        return None
+    magic, stype, ndim = _V2_HEAD.unpack_from(buf, pos)
+    if magic != V2_MAGIC or stype != 0 or not 0 < ndim <= 8 or pos + 24 + 8 * ndim > size:
+        return None
+    dims = _V2_DIMS[ndim].unpack_from(buf, pos + 12)
+    device_type, device_id, flag = _V2_TAIL.unpack_from(buf, pos + 12 + 8 * ndim)
+    dtype = DTYPE_FLAGS.get(flag)
+    if dtype is None or device_type not in _DEVICE_TYPES or device_id < 0 or min(dims) < 1:
+        return None  # zero-size arrays too: the careful path checks what their dims describe
+    count = math.prod(dims)
+    start = pos + 24 + 8 * ndim
+    if start + count * dtype.itemsize > size:
+        return None
+    reader.pos = start + count * dtype.itemsize
+    if dtype == np.bool_:
+        data = np.frombuffer(buf, np.uint8, count, start) != 0
+    else:
+        data = np.frombuffer(buf, _LITTLE[dtype], count, start).astype(dtype)
+    return LoadedArray(data.reshape(dims), device_type, device_id, 2)
+
+
 def _read_array(reader):
     """Read one array record (the reader's ``where`` names it) into a LoadedArray."""
+    plain = _read_plain_v2(reader)
+    if plain is not None:
+        return plain
     (magic,) = reader.unpack("<I", "the record magic")
     version, shape = _read_shape(reader, magic)
     if shape is None:
@@ -393,12 +441,17 @@ def _read_array(reader):
         shown = f"{nbytes:.3g}" if nbytes >= 10 ** 12 else str(nbytes)
         reader.fail(f"shape {shape} {dtype.name} needs {shown} bytes but "
                     f"{reader.remaining} bytes remain")
-    raw = reader.take(nbytes, "the data")
+    start = reader.pos
+    reader.pos += nbytes
+    count = nbytes // dtype.itemsize
     if dtype == np.bool_:
-        data = np.frombuffer(raw, dtype=np.uint8) != 0
+        data = np.frombuffer(reader.buf, np.uint8, count, start) != 0
     else:
-        data = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=True)
+        data = np.frombuffer(reader.buf, _LITTLE[dtype], count, start).astype(dtype)
     return LoadedArray(data.reshape(shape), device_type, device_id, version)
+
+
+_LITTLE = {dtype: dtype.newbyteorder("<") for dtype in DTYPE_FLAGS.values()}
 
 
 def _read_names(reader, count):
@@ -411,21 +464,41 @@ def _read_names(reader, count):
         reader.fail(f"truncated file: {num_names} names need at least {num_names * 8} bytes "
                     f"but {reader.remaining} remain")
     names, seen = [], {}
+    buf, size = reader.buf, len(reader.buf)
     for index in range(num_names):
+        pos = reader.pos
+        if pos + 8 <= size:  # the common case, without the careful reader's calls
+            (length,) = _U64.unpack_from(buf, pos)
+            if pos + 8 + length <= size:
+                reader.pos = at = pos + 8
+                raw = bytes(buf[at:at + length])
+                reader.pos = at + length
+                _add_name(reader, index, raw, at, names, seen)
+                continue
         reader.where = f"name of array {index}"
         (length,) = reader.unpack("<Q", "the name length")
         at = reader.pos
         raw = bytes(reader.take(length, f"a name of {length} bytes"))
-        try:
-            name = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            reader.fail(f"name {raw[:40]!r} is not valid UTF-8 ({err.reason} at byte "
-                        f"{err.start})", at)
-        if name in seen:
-            reader.fail(f"duplicate name {name!r} (also the name of array {seen[name]})", at)
-        seen[name] = index
-        names.append(name)
+        _add_name(reader, index, raw, at, names, seen)
     return names
+
+
+_U64 = struct.Struct("<Q")
+
+
+def _add_name(reader, index, raw, at, names, seen):
+    """Append the name ``raw`` (bytes at offset ``at``) of array ``index``, checked."""
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        reader.where = f"name of array {index}"
+        reader.fail(f"name {raw[:40]!r} is not valid UTF-8 ({err.reason} at byte "
+                    f"{err.start})", at)
+    if name in seen:
+        reader.where = f"name of array {index}"
+        reader.fail(f"duplicate name {name!r} (also the name of array {seen[name]})", at)
+    seen[name] = index
+    names.append(name)
 
 
 def loads(buf, source="<buffer>"):

@@ -463,27 +463,30 @@ def _link(loader, nodes, entries):
 
 
 def _check_cycles(loader, nodes, entries):
-    state = {}
+    """Raise when a node reads itself through its inputs: an iterative depth-first search
+    that visits every input entry once (linear in the file's size, no recursion, so a
+    100,000-input ``add_n`` or a 100,000-node chain is checked in one pass)."""
+    sources = [[s for s, _, _ in made if not isinstance(s, Node)] for made in entries]
+    state = [0] * len(nodes)  # 0: unseen, 1: open (on the path), 2: done
     for start in range(len(nodes)):
-        stack = [(start, 0)]
+        if state[start]:
+            continue
+        state[start] = 1
+        stack = [(start, iter(sources[start]))]
         while stack:
-            i, k = stack.pop()
-            if k == 0:
-                if state.get(i) == "done":
-                    continue
-                state[i] = "open"
-            srcs = [s for s, _, _ in entries[i] if not isinstance(s, Node)]
-            if k < len(srcs):
-                stack.append((i, k + 1))
-                j = srcs[k]
-                if state.get(j) == "open":
+            i, pending = stack[-1]
+            for j in pending:
+                if state[j] == 1:
                     what = ("reads its own output" if j == i else
                             f"reads node {j} {nodes[j].name!r}, which depends on it")
                     raise loader.node_fail(i, nodes[i].name, f"{what}: the graph has a cycle")
-                if state.get(j) != "done":
-                    stack.append((j, 0))
+                if state[j] == 0:
+                    state[j] = 1
+                    stack.append((j, iter(sources[j])))
+                    break
             else:
-                state[i] = "done"
+                state[i] = 2
+                stack.pop()
 
 
 def _build(loader, doc):
