@@ -4,6 +4,10 @@ verdicts judge the targets as written, and the whole check runs on the virtual G
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -260,3 +264,92 @@ def test_results_are_written_after_each_target(tmp_path, monkeypatch):
     assert seen[0]["tests"]["summary"] == "skipped"
     final = json.loads(next(tmp_path.glob("gpucheck-*.json")).read_text())
     assert [r["name"] for r in final["targets"]] == ["first", "second"]
+
+
+def test_gpu_test_shards_write_their_logs_as_they_run(tmp_path):
+    from hybridgpu.gpucheck.gpu_tests import run_gpu_tests
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for name in ("test_ok.py", "test_bad.py"):
+        (tests / name).write_text(_SHARD_FILES[name])
+    logs = tmp_path / "logs"
+    result = run_gpu_tests(timeout=120, shards=2, tests=str(tests), log_dir=str(logs),
+                           extra=["-W", "ignore::pytest.PytestUnknownMarkWarning"])
+    written = sorted(p.name for p in logs.iterdir())
+    assert written == ["shard-0.log", "shard-1.log"]
+    text = "".join((logs / name).read_text() for name in written)
+    assert "-m gpu" in text and "test_broken" in text and "2 passed" in text
+    assert result["counts"] == {"passed": 2, "failed": 1, "deselected": 1}
+
+
+def test_smoke_checks_report_pass_fail_and_skip_as_they_end(monkeypatch):
+    from hybridgpu.gpucheck import smoke
+
+    def broken(ctx):
+        raise ValueError("cuBLAS said no")
+
+    monkeypatch.setitem(smoke.CHECKS, "broken", broken)
+    lines = []
+    rows = smoke.run_smoke(mx.cpu(), only=["fused_kernel", "broken", "capture_replay"],
+                           progress=lines.append)
+    assert [r["status"] for r in rows] == ["pass", "FAIL", "skip"]
+    assert rows[1]["error"] == "ValueError: cuBLAS said no" and "broken" in rows[1]["traceback"]
+    assert lines[1].startswith("[smoke] broken: FAIL") and "cuBLAS said no" in lines[1]
+    assert "gpu feature" in lines[2]
+
+
+def test_smoke_check_catches_a_wrong_result(monkeypatch):
+    from hybridgpu.gpucheck import smoke
+
+    monkeypatch.setattr(smoke, "_chain_host", lambda x: np.sqrt(x * x + 1))
+    [row] = smoke.run_smoke(mx.cpu(), only=["fused_kernel"], progress=lambda line: None)
+    assert row["status"] == "FAIL" and "differs from NumPy's" in row["error"]
+
+
+def test_smoke_on_two_virtual_gpus_writes_everything_to_out(tmp_path):
+    """``gpucheck --smoke --out DIR`` on the virtual GPU, cold kernel cache: under 2 minutes,
+    every check passes, and DIR holds the JSON, the log and the environment."""
+    from hybridgpu.gpucheck.smoke import CHECKS
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "HYBRIDGPU_VIRTUAL_GPU": "2", "HYBRIDGPU_CACHE": str(tmp_path / "c"),
+           "PYTHONPATH": os.path.join(root, "src")}
+    env.pop("HYBRIDGPU_VGPU_RECORD", None)
+    out = tmp_path / "gc"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "hybridgpu", "gpucheck", "--smoke", "--out",
+                           str(out)], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=root)
+    seconds = time.monotonic() - start
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert seconds < 120, f"the smoke stage took {seconds:.0f} s"
+    (result_file,) = out.glob("gpucheck-*.json")
+    result = json.loads(result_file.read_text())
+    assert [r["name"] for r in result["smoke"]] == list(CHECKS)
+    assert all(r["status"] == "pass" for r in result["smoke"]), result["smoke"]
+    assert result["tests"]["summary"] == "skipped (--smoke)" and result["targets"] == []
+    log = (out / "gpucheck.log").read_text()
+    for name in CHECKS:
+        assert f"[smoke] {name}: pass" in log and f"[smoke] {name}: pass" in done.stderr
+    environment = json.loads((out / "environment.json").read_text())
+    assert environment["virtual_gpu"] is True and "numpy" in environment["packages"]
+
+
+@pytest.mark.gpu
+def test_targets_leave_the_gpu_tests_their_time(tmp_path, monkeypatch):
+    """No target starts once less than --test-reserve seconds of the budget are left, and
+    the tests get what is left: here none, so they are not run, and the JSON says so."""
+    import hybridgpu.gpucheck as gpucheck
+    from hybridgpu.gpucheck import smoke, targets
+
+    ran = []
+    monkeypatch.setitem(targets.TARGETS, "first", lambda *a: ran.append(1) or {"name": "x"})
+    monkeypatch.setattr(gpucheck, "CHECKS", {})
+    monkeypatch.setattr(smoke, "CHECKS", {})
+    code = gpucheck.main(["--only", "first", "--budget", "10", "--test-reserve", "60",
+                          "--out", str(tmp_path)])
+    result = json.loads(next(tmp_path.glob("gpucheck-*.json")).read_text())
+    assert not ran and "skipped" in result["targets"][0]
+    assert result["verdicts"][0][3] == "skipped (no time left)"
+    assert result["tests"]["summary"].startswith("not run") and code == 0

@@ -1,5 +1,7 @@
-"""Every representative kernel of tests/vgpu_kernels.py compiles with NVRTC for compute_90 and
-sm_90 without register spills (skipped when cuda-bindings/nvidia-cuda-nvrtc are missing)."""
+"""Every representative kernel of tests/vgpu_kernels.py compiles through the real CuPy's own
+RawModule compile path (CuPy's options, its arch lookup pointed at sm_90) without register
+spills; the shim and NVRTC agree on what compiles (skipped without cupy-cuda13x and the CUDA 13
+NVRTC wheel)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,15 @@ from hybridgpu.vgpu import nvrtc_check
 from vgpu_kernels import KERNELS
 
 pytestmark = pytest.mark.skipif(not nvrtc_check.available(),
-                                reason="needs pip cuda-bindings and nvidia-cuda-nvrtc (CUDA 13)")
+                                reason="needs cupy-cuda13x and the CUDA 13 NVRTC/runtime wheels "
+                                       "(pip install -e '.[test]')")
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_compiles_for_sm90_without_spills(name):
     source, _ = KERNELS[name]
     report = nvrtc_check.compile_for_sm90(source, name=f"{name}.cu")
-    assert report.ptx_bytes > 0 and report.cubin_bytes > 0
+    assert report.cubin_bytes > 0
     assert report.kernels, f"{name}: ptxas reported no kernel:\n{report.log}"
     for kernel in report.kernels.values():
         assert kernel.registers > 0, kernel

@@ -1,14 +1,20 @@
-"""``python -m hybridgpu gpucheck``: one call on a lent GPU checks and times everything.
+"""``python -m hybridgpu gpucheck --out DIR``: one call on a lent GPU checks and times
+everything, writing as it goes into DIR (the only folder that comes back; see docs/gpucheck.md).
 
-1. runs ``pytest -m gpu`` on the device (from the source tree's ``tests/``, when there is one),
-   in parallel shards so that the kernels' NVRTC compiles use every core
-   (``gpucheck.gpu_tests``);
-2. times the GPU targets (``gpucheck.targets``) beside PyTorch eager and PyTorch CUDA-graph
-   replay and the floor of a call from Python, with CUDA events, warm-up and medians;
-3. writes one JSON under ``benchmarks/results/`` (device, driver, CUDA, CuPy, NumPy and torch
-   versions, date, commit, test summary, every timing), rewritten after the tests and after
-   each target so a call killed at the device's time limit still leaves what it measured,
-   and prints each target with its measured ratio and verdict.
+1. the smoke stage (``gpucheck.smoke``; ``--smoke`` runs only it): one GEMM through cuBLAS,
+   one fused kernel, one capture and replay, one TrainStep step, one NCCL all-reduce on two
+   GPUs, each printed pass or FAIL with its error as soon as known;
+2. the GPU targets (``gpucheck.targets``) beside PyTorch eager and PyTorch CUDA-graph replay
+   and the floor of a call from Python, with CUDA events, warm-up and medians, each target's
+   verdict printed as soon as it has one; no target starts when less than ``--test-reserve``
+   seconds of the ``--budget`` are left;
+3. ``pytest -m gpu`` in parallel shards (``gpucheck.gpu_tests``) for the rest of the budget,
+   each shard writing its log into ``DIR/tests/``.
+
+``DIR`` gets ``environment.json`` (device, driver, CUDA, CuPy, NumPy, torch, every installed
+package), ``gpucheck.log`` (every line printed) and ``gpucheck-<date>-<commit>.json`` (the
+results, rewritten after every check, target and stage: a call killed at the device's time
+limit still leaves what it measured); see ``gpucheck.output``.
 
 On a machine without a GPU it runs on the virtual GPU when ``HYBRIDGPU_VIRTUAL_GPU`` is set
 (times are meaningless there: it only proves the code runs), else it says there is no GPU.
@@ -22,13 +28,14 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
+import time
 
-from ..serialization.ndarray_file import _atomic_write
 from .environment import describe
 from .gpu_tests import run_gpu_tests
+from .output import Output
+from .smoke import CHECKS, run_smoke
 from .targets import TARGETS, run_targets
 
 __all__ = ["main", "verdicts", "run_gpu_tests"]
@@ -87,6 +94,8 @@ def verdicts(rows, device=""):
     for row in rows:
         if "error" in row:
             out.append((row["name"], "error", row["error"][:60], "FAILED"))
+        elif "skipped" in row:
+            out.append((row["name"], "-", "-", "skipped (no time left)"))
         elif row["name"] == "mlp":
             out += _mlp_verdicts(row, device)
         elif row["name"] == "chain8":
@@ -114,57 +123,114 @@ def verdicts(rows, device=""):
 
 def _table(results):
     lines = [f"gpucheck on {results['environment'].get('device')} "
-             f"(commit {results['environment'].get('commit', '?')[:10]})",
-             f"gpu tests: {results['tests'].get('summary')}"]
+             f"(commit {results['environment'].get('commit', '?')[:10]})"]
+    lines += [f"smoke {r['name']}: {r['status']}" + (f" ({r['error'][:80]})" if r["error"]
+                                                     else "") for r in results["smoke"]]
+    lines.append(f"gpu tests: {results['tests'].get('summary')}")
     rows = results["verdicts"]
+    if not rows:
+        return "\n".join(lines)
     width = max([len(r[0]) for r in rows] + [10])
     lines.append(f"{'target':<{width}}  {'measured':>10}  {'wanted':>10}  verdict")
     lines += [f"{a:<{width}}  {b:>10}  {c:>10}  {d}" for a, b, c, d in rows]
     return "\n".join(lines)
 
 
-def main(argv=None):
-    """Entry point: ``python -m hybridgpu gpucheck [--quick] [--skip-tests] [--out DIR]``."""
+def _parser():
     parser = argparse.ArgumentParser(prog="python -m hybridgpu gpucheck",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    parser.add_argument("--skip-tests", action="store_true", help="only the timings")
-    parser.add_argument("--test-timeout", type=int, default=300,
-                        help="seconds for the gpu tests, all shards together (default 300: "
-                             "the timings need the rest of a 600 s device call)")
-    parser.add_argument("--only", nargs="+", choices=list(TARGETS), help="these targets")
     parser.add_argument("--out", default=os.path.join(_ROOT, "benchmarks", "results"),
-                        help="folder for the JSON result")
-    args = parser.parse_args(argv)
+                        help="folder for everything the run writes (the JSON, gpucheck.log, "
+                             "environment.json, tests/shard-*.log); on a lent GPU: \"$OUT\"")
+    parser.add_argument("--smoke", action="store_true",
+                        help="only the smoke stage (one GEMM, one fused kernel, one capture "
+                             "and replay, one TrainStep step, one NCCL all-reduce)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--skip-tests", action="store_true", help="no gpu test suite")
+    parser.add_argument("--budget", type=float, default=570,
+                        help="seconds for the whole run (default 570: one 600 s device call)")
+    parser.add_argument("--test-reserve", type=float, default=240,
+                        help="seconds of the budget kept for the gpu tests: no target starts "
+                             "with less left (default 240)")
+    parser.add_argument("--test-timeout", type=float, default=None,
+                        help="seconds for the gpu tests, all shards together (default: what "
+                             "is left of the budget)")
+    parser.add_argument("--only", nargs="+", choices=list(TARGETS), help="these targets")
+    return parser
+
+
+def _smoke(ctx, out, results):
+    for name in CHECKS:
+        results["smoke"] += run_smoke(ctx, only=[name], progress=out.say)
+        out.save(results)
+
+
+def _targets(ctx, args, out, results, deadline):
+    device = results["environment"].get("device", "")
+    reserve = 0 if args.skip_tests else args.test_reserve
+    for name in args.only or TARGETS:
+        left = deadline - time.monotonic()
+        if left < reserve:
+            row = {"name": name, "skipped": f"{left:.0f} s left of the budget, "
+                                            f"{reserve:.0f} s kept for the gpu tests"}
+            rows = [row]
+        else:
+            rows = run_targets(ctx, quick=args.quick, only=[name], progress=out.say)
+        results["targets"] += rows
+        results["verdicts"] = verdicts(results["targets"], device)
+        for target, measured, wanted, verdict in verdicts(rows, device):
+            out.say(f"[verdict] {target}: {measured} (wanted {wanted}) {verdict}")
+        out.save(results)
+
+
+def _tests(args, out, deadline):
+    if args.skip_tests:
+        return {"summary": "skipped"}
+    left = deadline - time.monotonic() - 5
+    timeout = left if args.test_timeout is None else min(args.test_timeout, left)
+    if timeout < 20:
+        return {"returncode": None, "summary": f"not run: {left:.0f} s left of the budget"}
+    out.say(f"[tests] pytest -m gpu, {timeout:.0f} s, shard logs in {out.tests_dir}")
+    tests = run_gpu_tests(timeout, log_dir=out.tests_dir)
+    out.say(f"[tests] {tests['summary']}")
+    for line in tests.get("tail", "").splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            out.say(f"[tests] {line}")
+    return tests
+
+
+def main(argv=None):
+    """Entry point: ``python -m hybridgpu gpucheck [--out DIR] [--smoke] [--quick]
+    [--skip-tests] [--only TARGET...] [--budget S]``."""
+    args = _parser().parse_args(argv)
     from ..context import gpu, num_gpus
 
     if num_gpus() == 0:
         print("gpucheck: no GPU (CuPy sees no CUDA device and HYBRIDGPU_VIRTUAL_GPU is not "
               "set); nothing to check", file=sys.stderr)
         return 2
+    deadline = time.monotonic() + args.budget
     ctx = gpu(0)
     env = describe(ctx.xp)
-    stamp = env["date"][:19].replace(":", "").replace("-", "")
-    path = os.path.join(args.out, f"gpucheck-{stamp}-{env['commit'][:10]}.json")
-    os.makedirs(args.out, exist_ok=True)
-    tests = {"summary": "skipped"} if args.skip_tests else run_gpu_tests(args.test_timeout)
-    print(f"gpu tests: {tests['summary']}", file=sys.stderr, flush=True)
-    results = {"environment": env, "tests": tests, "targets": [], "verdicts": []}
-    _write(path, results)  # a call killed at its time limit still leaves what it measured
-    for name in args.only or TARGETS:
-        results["targets"] += run_targets(ctx, quick=args.quick, only=[name],
-                                          progress=lambda m: print(m, file=sys.stderr,
-                                                                   flush=True))
-        results["verdicts"] = verdicts(results["targets"], env.get("device", ""))
-        _write(path, results)
-    print(_table(results))
-    print(f"written: {path}")
-    failed = tests.get("returncode") not in (0, None) or any(
-        r[3] in ("FAILED",) for r in results["verdicts"])
+    out = Output(args.out, env)
+    results = {"environment": env, "budget_s": args.budget, "smoke": [], "targets": [],
+               "verdicts": [], "tests": {"summary": "skipped" if args.skip_tests
+                                         else "not run yet"}}
+    out.say(f"gpucheck on {env.get('device')} (commit {env['commit'][:10]}), "
+            f"writing to {out.folder}")
+    out.save(results)
+    _smoke(ctx, out, results)
+    if args.smoke:
+        results["tests"] = {"summary": "skipped (--smoke)"}
+    else:
+        _targets(ctx, args, out, results, deadline)
+        results["tests"] = _tests(args, out, deadline)
+    out.save(results)
+    table = _table(results)
+    print(table)
+    print(f"written: {out.json_path}")
+    out.say(table)
+    failed = results["tests"].get("returncode") not in (0, None) or any(
+        r[3] == "FAILED" for r in results["verdicts"]) or any(
+        r["status"] == "FAIL" for r in results["smoke"])
     return 1 if failed else 0
-
-
-def _write(path, results):
-    """The results as JSON at ``path``, atomically (rewritten after each target)."""
-    text = json.dumps(results, indent=2, default=str).encode()
-    _atomic_write(path, lambda stream: stream.write(text))

@@ -6,7 +6,8 @@ Files are dealt to ``shards`` processes, largest first, each to the shard with t
 bytes so far. Every shard runs ``pytest -q -m gpu`` with the project's plugin-needing options
 overridden, all under one deadline; their summaries are added up ("12 passed, 1 failed in
 3 shards, 41 s") and the failure lines (``-rfE``) kept. A shard still running at the deadline
-is killed and reported as such, the others still count.
+is killed and reported as such, the others still count. With ``log_dir`` each shard writes
+its output to ``log_dir/shard-<i>.log`` as it runs (what comes back from a killed device call).
 
 Example:
     >>> deal([("a", 50), ("b", 40), ("c", 30), ("d", 5)], 2)
@@ -70,31 +71,48 @@ def _command(files, extra):
             "-o", "addopts=-rfE", "--continue-on-collection-errors", *files, *extra]
 
 
-def _finish(proc, deadline):
-    """``(returncode or 'timeout', stdout)`` of ``proc``, killed at ``deadline``."""
+def _finish(proc, deadline, log):
+    """``(returncode or 'timeout', output)`` of ``proc``, killed at ``deadline``; the output
+    is read back from ``log`` when the shard wrote there."""
     try:
         out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        return proc.returncode, out
+        code = proc.returncode
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
-        return "timeout", out or ""
+        code = "timeout"
+    if log is not None:
+        log.close()
+        with open(log.name, encoding="utf-8", errors="replace") as f:
+            out = f.read()
+    return code, out or ""
 
 
-def run_gpu_tests(timeout=300, extra=(), shards=None, tests=None):
+def _start(group, extra, log_dir, index):
+    log = None
+    if log_dir is not None:
+        os.makedirs(log_dir, exist_ok=True)
+        path = os.path.join(log_dir, f"shard-{index}.log")
+        log = open(path, "w", encoding="utf-8")  # noqa: SIM115  (closed by _finish)
+        log.write(" ".join(_command(group, extra)) + "\n")
+        log.flush()
+    proc = subprocess.Popen(_command(group, extra), stdout=log or subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=_ROOT)
+    return proc, log
+
+
+def run_gpu_tests(timeout=300, extra=(), shards=None, tests=None, log_dir=None):
     """``pytest -m gpu`` over the gpu test files of ``tests`` (default: the source tree's)
-    in ``shards`` parallel processes (default: half the CPU cores, at most 8);
-    ``{returncode, summary, counts, shards, tail}``."""
+    in ``shards`` parallel processes (default: half the CPU cores, at most 8), each writing
+    to ``log_dir/shard-<i>.log`` when given; ``{returncode, summary, counts, shards, tail}``."""
     tests = tests or os.path.join(_ROOT, "tests")
     if not os.path.isdir(tests):
         return {"returncode": None, "summary": "no tests/ folder beside the package"}
     shards = shards or max(1, min(8, (os.cpu_count() or 2) // 2))
     groups = deal([(f, os.path.getsize(f)) for f in gpu_test_files(tests)], shards)
     start, deadline = time.monotonic(), time.monotonic() + timeout
-    procs = [subprocess.Popen(_command(group, extra), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, cwd=_ROOT)
-             for group in groups]
-    results = [_finish(proc, deadline) for proc in procs]
+    started = [_start(group, extra, log_dir, i) for i, group in enumerate(groups)]
+    results = [_finish(proc, deadline, log) for proc, log in started]
     lines = [next((ln for ln in reversed(out.splitlines())
                    if re.search(r"\d+ (passed|failed|error)", ln)), "no summary")
              for _, out in results]

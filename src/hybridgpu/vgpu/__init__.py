@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
 
 from . import devices
@@ -43,6 +44,10 @@ def module(n=1):
 
             _module[0] = standin.build()
             standin.install_cupyx()
+            if os.environ.get("HYBRIDGPU_VGPU_RECORD"):  # record CuPy calls (vgpu/recorder.py)
+                from . import recorder
+
+                recorder.install(_module[0])
     return _module[0]
 
 
