@@ -5,10 +5,11 @@
 // (ucontext) that run up to their next barrier: a __syncthreads releases when every live
 // thread of the block waits at the same one (else the launch fails: threads at different
 // barriers deadlock or corrupt on a GPU); a shuffle, vote or __syncwarp releases when the lanes
-// of its mask in the same warp of 32 all wait at one. Order flags of the launch (cfg[8]) run
-// blocks and threads in reverse or shuffled order and fill shared memory with 0xff bytes (NaN)
-// at the start of every block, so a race or a value assumed to survive from another block
-// shows. Faults are caught and reported, not crashed on: a SIGSEGV/SIGBUS during the launch
+// of its mask in the same warp of 32 all wait at one (each warp runs on through its warp syncs
+// before the next warp starts, so a warp sync orders nothing between warps). Order flags of
+// the launch (cfg[8]) run blocks, warps and lanes in reverse or shuffled order and fill shared
+// memory with 0xff bytes (NaN) at the start of every block, so a race or a value assumed to
+// survive from another block shows. Faults are caught and reported, not crashed on: a SIGSEGV/SIGBUS during the launch
 // (the guard pages around every virtual allocation) and a misaligned vector
 // (float2/float4/double2/int4...) load or store end the launch with a message (shim::Report).
 // The math overloads are CUDA's (abs/min/max on float stay float; mixed int/float min/max is
@@ -197,7 +198,8 @@ SHIM_ATOMIC(atomicMin, unsigned long long, v < old ? v : old)
 
 namespace shim {
 // Fibers: one per thread of the block; a barrier hands control back to the scheduler, which
-// runs every live fiber up to its next barrier (or its end), then releases what may go on.
+// runs one warp's fibers through their warp syncs up to a __syncthreads (or their end), then
+// the next warp's, then releases the block.
 // On x86-64 a fiber switch saves the callee-saved registers and swaps stacks (a few ns);
 // elsewhere it is ucontext's swapcontext (which also saves the signal mask: a system call).
 struct Fiber {
@@ -305,7 +307,7 @@ inline uint3 thread_of(unsigned t) {
 // The source lane is in the caller's warp: the width must divide 32.
 inline void check_width(int width) {
   if (width < 1 || width > 32 || (width & (width - 1)))
-    fail(7, nullptr, "shuffle width must be a power of 2 from 1 to 32");
+    fail(7, nullptr, "shuffles with a width other than 1, 2, 4, 8, 16 or 32 (a warp)");
 }
 template <class T> T exchange(T v, unsigned src, unsigned mask) {
   static thread_local T slots[2][1024];
@@ -314,58 +316,90 @@ template <class T> T exchange(T v, unsigned src, unsigned mask) {
   warp_sync(mask);
   return slots[set][src];
 }
-// The order threads are started (and resumed) in: as numbered, reversed or shuffled.
-inline thread_local unsigned thread_order[1024];
-inline void order_threads(unsigned n, unsigned long long block) {
-  for (unsigned t = 0; t < n; ++t) thread_order[t] = order_flags & kReverse ? n - 1 - t : t;
-  if (!(order_flags & kShuffle)) return;
-  for (unsigned t = n - 1; t > 0; --t) {
-    unsigned j = (unsigned)(mix(order_seed ^ mix(block * 1024 + t)) % (t + 1));
-    unsigned keep = thread_order[t]; thread_order[t] = thread_order[j]; thread_order[j] = keep;
+// The order threads are started (and resumed) in, warp by warp: warps and the lanes of each as
+// numbered, reversed or shuffled. thread_order[warp_first[i] .. warp_first[i + 1]) holds the
+// i-th warp to run.
+inline thread_local unsigned thread_order[1024], warp_first[33];
+inline void shuffle(unsigned* items, unsigned n, unsigned long long salt) {
+  for (unsigned t = n; t > 1; --t) {
+    unsigned j = (unsigned)(mix(order_seed ^ mix(salt * 1031 + t)) % t);
+    unsigned keep = items[t - 1]; items[t - 1] = items[j]; items[j] = keep;
   }
+}
+inline void order_threads(unsigned n, unsigned long long block) {
+  unsigned warps = (n + 31) / 32, seq[32];
+  bool reverse = order_flags & kReverse, mixed = order_flags & kShuffle;
+  for (unsigned w = 0; w < warps; ++w) seq[w] = reverse ? warps - 1 - w : w;
+  if (mixed) shuffle(seq, warps, block * 33 + 32);
+  unsigned pos = 0;
+  for (unsigned i = 0; i < warps; ++i) {
+    unsigned first = seq[i] * 32, lanes = n - first < 32 ? n - first : 32;
+    warp_first[i] = pos;
+    for (unsigned l = 0; l < lanes; ++l) thread_order[pos + l] = first + (reverse ? lanes - 1 - l : l);
+    if (mixed) shuffle(thread_order + pos, lanes, block * 33 + i);
+    pos += lanes;
+  }
+  warp_first[warps] = n;
 }
 [[noreturn]] inline void diverged(unsigned t, const char* what) {
   threadIdx = thread_of(t);
   fail(7, nullptr, what);
 }
-// After a round: release the warps whose lanes all wait at a warp sync, else the block at a
-// __syncthreads every live thread reached (the same one: line and count). False when all ended.
-inline bool release(unsigned n) {
-  bool released = false, live = false;
-  for (unsigned first = 0; first < n; first += 32) {
-    unsigned need = 0;
-    for (unsigned t = first; t < n && t < first + 32; ++t) {
-      live |= !fibers[t].done;
-      if (!fibers[t].done && fibers[t].wait == kAtWarpSync) need |= fibers[t].mask | 1u << (t - first);
-    }
-    bool ready = need != 0;
-    for (unsigned lane = 0; lane < 32 && ready; ++lane) {
-      unsigned t = first + lane;
-      if (!(need >> lane & 1u) || t >= n) continue;
-      if (fibers[t].done) diverged(t, "a lane named in a warp sync's mask has exited (undefined)");
-      ready = fibers[t].wait == kAtWarpSync;
-    }
-    if (!ready) continue;
-    for (unsigned t = first; t < n && t < first + 32; ++t)
-      if (need >> (t - first) & 1u) fibers[t].wait = kRunning;
-    released = true;
+// Release the lanes of the warp starting at thread `first` when every lane named by the masks
+// of those waiting at a warp sync waits at one. True when some were released.
+inline bool release_warp(unsigned first, unsigned n) {
+  unsigned need = 0, end = first + 32 < n ? first + 32 : n;
+  for (unsigned t = first; t < end; ++t)
+    if (!fibers[t].done && fibers[t].wait == kAtWarpSync) need |= fibers[t].mask | 1u << (t - first);
+  if (!need) return false;
+  for (unsigned t = first; t < end; ++t) {
+    if (!(need >> (t - first) & 1u)) continue;
+    if (fibers[t].done) diverged(t, "has exited, but a lane of its warp waits for it at a warp sync");
+    if (fibers[t].wait != kAtWarpSync) return false;
   }
-  if (released || !live) return live;
+  for (unsigned t = first; t < end; ++t)
+    if (need >> (t - first) & 1u) fibers[t].wait = kRunning;
+  return true;
+}
+// Release the block when every live thread waits at the same __syncthreads (line and count);
+// false when all ended; a thread elsewhere is a deadlock on a GPU: the launch fails.
+inline bool release_block(unsigned n) {
   const Fiber* lead = nullptr;
   for (unsigned t = 0; t < n; ++t) {
     Fiber& x = fibers[t];
     if (x.done) continue;
-    if (x.wait != kAtBlockBarrier) diverged(t, "waits at a warp sync while others wait at __syncthreads");
+    if (x.wait != kAtBlockBarrier)
+      diverged(t, "waits at a warp sync that lanes of its warp pass by to wait at __syncthreads");
     if (!lead) { lead = &x; continue; }
     if (x.line != lead->line || x.passed != lead->passed) {
       static thread_local char what[96];
-      snprintf(what, sizeof what, "at __syncthreads #%u (line %d), another at #%u (line %d)",
+      snprintf(what, sizeof what, "waits at __syncthreads #%u (line %d), another at #%u (line %d)",
                x.passed, x.line, lead->passed, lead->line);
       diverged(t, what);
     }
   }
+  if (!lead) return false;
   for (unsigned t = 0; t < n; ++t) fibers[t].wait = kRunning;
   return true;
+}
+// Run each warp in turn as far as it goes (through its warp syncs) before the next one starts,
+// then release the block at its __syncthreads.
+inline void run_warps(unsigned n) {
+  for (;;) {
+    for (unsigned i = 0; warp_first[i] < n; ++i) {
+      unsigned first = thread_order[warp_first[i]] / 32 * 32;
+      do {
+        for (unsigned k = warp_first[i]; k < warp_first[i + 1]; ++k) {
+          Fiber& x = fibers[thread_order[k]];
+          if (x.done || x.wait != kRunning) continue;
+          current = &x; threadIdx = x.tid;
+          to_fiber(x);
+        }
+        current = nullptr;
+      } while (release_warp(first, n));
+    }
+    if (!release_block(n)) return;
+  }
 }
 template <class F> void run_block(F& f, bool use_fibers, unsigned long long block) {
   unsigned n = blockDim.x * blockDim.y * blockDim.z;
@@ -389,15 +423,7 @@ template <class F> void run_block(F& f, bool use_fibers, unsigned long long bloc
     x.wait = kRunning; x.mask = 0; x.line = 0; x.passed = 0;
     fiber_init(x);
   }
-  do {
-    for (unsigned k = 0; k < n; ++k) {
-      Fiber& x = fibers[thread_order[k]];
-      if (x.done || x.wait != kRunning) continue;
-      current = &x; threadIdx = x.tid;
-      to_fiber(x);
-    }
-    current = nullptr;
-  } while (release(n));
+  run_warps(n);
 }
 // The blocks in launch order: as numbered, reversed, or an affine permutation of the seed.
 struct BlockOrder {

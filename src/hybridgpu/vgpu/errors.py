@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 __all__ = ["VirtualGPUError", "CaptureError", "MemoryFaultError", "LaunchError",
-           "KernelCompileError", "FreedMemoryError", "OutOfMemoryError"]
+           "KernelCompileError", "FreedMemoryError", "OutOfMemoryError", "BarrierError"]
 
 
 class VirtualGPUError(RuntimeError):
@@ -36,6 +36,12 @@ class LaunchError(VirtualGPUError):
 
 class KernelCompileError(VirtualGPUError):
     """The kernel source did not compile (g++ through the shim); carries the numbered source."""
+
+
+class BarrierError(VirtualGPUError):
+    """The threads of a block met at different barriers (``__syncthreads`` lines or counts,
+    a warp sync its warp never reaches), or a shuffle went outside its warp: a GPU deadlocks
+    or gives undefined results."""
 
 
 class FreedMemoryError(VirtualGPUError):

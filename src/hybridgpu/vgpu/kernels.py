@@ -32,7 +32,7 @@ import numpy as np
 
 from . import compiler, devices, memory, ordering, streams
 from .array import ndarray
-from .errors import KernelCompileError, LaunchError, MemoryFaultError
+from .errors import BarrierError, KernelCompileError, LaunchError, MemoryFaultError
 from .launch_facts import launch_facts
 
 __all__ = ["RawModule", "RawKernel", "MAX_SHARED_DEFAULT"]
@@ -315,6 +315,10 @@ def _fault(kernel, report):
     address = report.address
     block, thread = tuple(report.block), tuple(report.thread)
     what = report.what.decode(errors="replace")
+    if report.code == 7:
+        return BarrierError(f"kernel {kernel}: thread {thread} of block {block} {what}: the "
+                            "threads of a block must meet at the same barriers (a GPU "
+                            "deadlocks or gives undefined results)")
     if report.code == 2:
         detail = (f"misaligned {what} at 0x{address:x} (cudaErrorMisalignedAddress; "
                   f"{memory.describe(address)})")
@@ -326,9 +330,7 @@ def _fault(kernel, report):
         detail = "__trap() was called (cudaErrorLaunchFailure)"
     elif report.code == 6:
         detail = f"{what} (the virtual GPU gives each thread 128 KiB of stack)"
-    elif report.code == 7:
-        detail = (f"barrier divergence: this thread {what} (a GPU deadlocks or gives undefined "
-                  "results)")
+
     else:
         detail = (f"{what} at address 0x{address:x}: {memory.describe(address)} "
                   "(cudaErrorIllegalAddress)")
