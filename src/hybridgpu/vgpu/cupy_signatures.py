@@ -34,7 +34,7 @@ import os
 import re
 import sys
 
-__all__ = ["check", "signatures", "load", "main", "FORWARDED"]
+__all__ = ["check", "signatures", "load", "main", "FORWARDED", "looser_than_cupy"]
 
 # Slots without an introspectable signature, declared where the call goes: RawKernel.__call__
 # hands its arguments to cupy.cuda.function.Function.__call__ (cupy/cuda/function.pyx), whose
@@ -301,6 +301,35 @@ def check_one(record):
                 problems.append(f"parameter {pname!r} {why}" if not why.startswith("unchecked")
                                 else f"parameter {pname!r}: {why}")
     return problems
+
+
+def looser_than_cupy(name, params):
+    """Where a stand-in callable's parameters (``[(name, kind name)]``, as
+    ``inspect.Parameter``) let a call bind that the real CuPy ``name`` would refuse: a name the
+    real one lacks, a keyword-only parameter taken by position, a parameter at another
+    position. ``None`` when CuPy offers no signature to compare with."""
+    fallback = _nccl_fallback(name) if name.startswith("cupy.cuda.nccl.") else None
+    obj, _ = fallback or _resolve(name)
+    found = signatures(name, obj)
+    if not found:
+        return None
+    real = [p for p in found[-1][0].parameters.values() if p.name != "self"]
+    by_name = {p.name: p for p in real}
+    any_keyword = any(p.kind == p.VAR_KEYWORD for p in real)
+    positional = [p for p in real if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    any_positional = any(p.kind == p.VAR_POSITIONAL for p in real)
+    issues = []
+    for index, (pname, kind) in enumerate(params):
+        if kind in ("VAR_POSITIONAL", "VAR_KEYWORD") or pname.startswith("_"):
+            continue
+        mine = by_name.get(pname)
+        if mine is None and not any_keyword:
+            issues.append(f"{pname!r}: CuPy has no such parameter")
+        elif kind == "POSITIONAL_OR_KEYWORD" and not any_positional and (
+                index >= len(positional) or positional[index].name != pname):
+            issues.append(f"{pname!r}: taken at position {index}, where CuPy takes "
+                          f"{positional[index].name if index < len(positional) else 'none'}")
+    return issues
 
 
 def check(records):

@@ -133,7 +133,7 @@ class Ufunc:
         return f"<ufunc '{self.__name__}'>"
 
 
-def asarray(a, dtype=None, order=None, blocking=False):
+def asarray(a, dtype=None, order=None, *, blocking=False):
     """``cupy.asarray``: a device array as it is (or cast); host data copied to the device."""
     if isinstance(a, ndarray):
         a = on_current_device(a)
@@ -142,7 +142,7 @@ def asarray(a, dtype=None, order=None, blocking=False):
     return to_device(unwrap(a, "cupy.asarray", allow_host=True), dtype)
 
 
-def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=False):
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
     """``cupy.array``: a copy (unless ``copy=False`` and nothing changes) on the device."""
     if isinstance(obj, ndarray):
         moved = on_current_device(obj)
@@ -158,7 +158,7 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=
     return out
 
 
-def asnumpy(a, stream=None, order="C", out=None, blocking=True):
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
     """``cupy.asnumpy``: a NumPy copy of a device array (host data passes through)."""
     if isinstance(a, ndarray):
         return a.get(order=order, out=out)
@@ -175,9 +175,10 @@ def empty(shape, dtype=float, order="C"):
     return out
 
 
-def empty_like(a, dtype=None, order="K", subok=None, shape=None):
-    """``cupy.empty_like``."""
-    return empty(a.shape if shape is None else shape, a.dtype if dtype is None else dtype)
+def empty_like(prototype, dtype=None, order="K", subok=None, shape=None):
+    """``cupy.empty_like`` (CuPy's parameter names: ``blocking`` keyword-only above too)."""
+    return empty(prototype.shape if shape is None else shape,
+                 prototype.dtype if dtype is None else dtype)
 
 
 class RandomState:
