@@ -1,5 +1,5 @@
 """``mx.image.imdecode`` decodes only the formats MXNet's OpenCV decodes, decided from the
-buffer's first bytes before Pillow sees it (``image.formats``); checked against what MXNet
+buffer's first bytes before Pillow sees it (``serialization.image_formats``); checked against what MXNet
 1.9.1 does with the same files (``tests/fixtures/make_imdecode_format_fixtures.py``)."""
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from collections import namedtuple
 import numpy as np
 
 from .base import MXNetError
-from .image.formats import pillow_format
+from .serialization.image_formats import pillow_format
 from .serialization.recordio import read_record, write_record
 
 __all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack", "pack_img",

@@ -4,9 +4,9 @@
 order; ``flag=0``: (H, W, 1) grey); ``imresize``, ``resize_short``, ``fixed_crop``,
 ``center_crop``, ``random_crop``, ``scale_down`` and ``color_normalize`` follow MXNet's
 signatures and OpenCV's sampling (``image.resize``). Decoding needs Pillow
-(``pip install 'hybridgpu[image]'``) and accepts only the formats OpenCV decodes, told apart by
-their first bytes (``image.formats``): any other buffer raises an ``MXNetError`` before Pillow
-sees it.
+(``pip install 'hybridgpu[image]'``) and accepts only the formats OpenCV decodes, told apart
+by their first bytes (``serialization.image_formats``): any other buffer raises an
+``MXNetError`` before Pillow sees it.
 
 Example:
     >>> import numpy as np
@@ -29,7 +29,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray, array
-from .formats import pillow_format
+from ..serialization.image_formats import pillow_format
 from .resize import resize
 
 __all__ = ["imdecode", "imread", "imresize", "resize_short", "fixed_crop", "center_crop",

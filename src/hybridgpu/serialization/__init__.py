@@ -1,4 +1,5 @@
-"""File formats: MXNet's binary NDArray-list format (``.params``, ``nd.save``/``nd.load``).
+"""File formats: MXNet's binary NDArray-list format (``.params``, ``nd.save``/``nd.load``);
+``image_formats``: which encoded images may be decoded (imdecode, recordio).
 
 Example:
     >>> import numpy as np
