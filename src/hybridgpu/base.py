@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 __all__ = ["MXNetError", "NotImplementedForSymbol", "ArgumentTypeError", "mx_real_t",
            "DTYPE_TO_FLAG", "dtype_of_flag"]
 
-#: The default floating point type, as in MXNet.
-mx_real_t = "float32"
+#: The default floating point type: the NumPy type, as in MXNet (``infer_type`` results and
+#: NDArray dtypes compare equal to it).
+mx_real_t = np.float32
 
 #: MXNet's numeric dtype flags, the one table of them: a variable's ``__dtype__`` in symbol
 #: JSON and the type field of an array in a ``.params`` file.

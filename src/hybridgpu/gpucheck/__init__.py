@@ -161,6 +161,7 @@ def _parser():
 
 def _smoke(ctx, out, results):
     for name in CHECKS:
+        out.note(f"[smoke] {name}: started")
         results["smoke"] += run_smoke(ctx, only=[name], progress=out.say)
         out.save(results)
 
@@ -175,6 +176,7 @@ def _targets(ctx, args, out, results, deadline):
                                             f"{reserve:.0f} s kept for the gpu tests"}
             rows = [row]
         else:
+            out.note(f"[target] {name}: started ({left:.0f} s left of the budget)")
             rows = run_targets(ctx, quick=args.quick, only=[name], progress=out.say)
         results["targets"] += rows
         results["verdicts"] = verdicts(results["targets"], device)

@@ -38,6 +38,12 @@ def _cuda_versions(xp):
         info["device"] = "virtual GPU (hybridgpu.vgpu: kernels on the CPU, times meaningless)"
         return info
     try:
+        from cupy.cuda import nvrtc
+
+        info["nvrtc"] = ".".join(map(str, nvrtc.getVersion()))
+    except Exception as err:  # an old CuPy, or NVRTC missing: say so, the rest still helps
+        info["nvrtc"] = f"unknown ({type(err).__name__})"
+    try:
         props = runtime.getDeviceProperties(0)
         name = props.get("name", b"")
         info["device"] = name.decode() if isinstance(name, bytes) else str(name)

@@ -60,6 +60,11 @@ class Output:
         """Print ``line`` (to stderr) and append it to ``gpucheck.log`` at once."""
         if self.echo:
             print(line, file=sys.stderr, flush=True)
+        self.note(line)
+
+    def note(self, line):
+        """Append ``line`` to ``gpucheck.log`` only (what is starting: the last line of a log
+        cut short says what hung)."""
         with open(self._log, "a", encoding="utf-8") as f:
             f.write(line + "\n")
 
