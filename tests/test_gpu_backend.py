@@ -90,7 +90,12 @@ def test_vector_path_with_channel_broadcast_matches_cpu():
     inputs = {"x": rng.standard_normal((2, 8, 4, 4)).astype(np.float32),
               "m": rng.standard_normal((1, 8, 1, 1)).astype(np.float32)}
     got = to_host(gpu_exe({k: to_gpu(v) for k, v in inputs.items()})[0])
-    np.testing.assert_allclose(got, cpu_exe(inputs)[0], rtol=1e-6)
+    want = cpu_exe(inputs)[0]
+    # A GPU contracts p + 0.5, p = (x - 1) * m, into one FMA (NVRTC's --fmad=true): p is not
+    # rounded on its own (at most 2^-24 |p| apart), then each side rounds its sum (2^-24 of a
+    # value at most |p| + 0.5); relu moves nothing further apart. An index error is far larger.
+    p = np.abs((inputs["x"] - np.float32(1)).astype(np.float64) * inputs["m"])
+    assert np.all(np.abs(got.astype(np.float64) - want) <= 2.0 ** -24 * (3 * p + 1))
 
 
 def test_float16_groups_compute_in_float32():
@@ -668,9 +673,35 @@ def test_float16_casts_run_inside_the_fused_kernel_bit_for_bit():
     assert [type(s).__name__ for s in steps] == ["Launch", "Launch"], str(gpu_exe)
     assert "Cast" not in {n.op.name for n in gpu_exe.graph.nodes if not n.is_variable}
     host = np.random.default_rng(3).uniform(-4, 4, (4, 64)).astype(np.float16)
+    # cpu rounds each product and sum to float32; a GPU fuses x * 1.7 + 0.3 and n * 3.1 - 1.3
+    # into FMAs (one rounding each): modelled in float64, exact for a half times a float32
+    fused = gpu_fuses_multiply_add()
+    model = {f: _casts_model(host, f) for f in (False, True)}
+    np.testing.assert_array_equal(cpu_exe({"x": host})[0], model[False])
     for _ in range(2):
         got = to_host(gpu_exe({"x": to_gpu(host)})[0])
-        np.testing.assert_array_equal(got, cpu_exe({"x": host})[0])
+        np.testing.assert_array_equal(got, model[fused])
+
+
+def gpu_fuses_multiply_add():
+    """True where gpu(0)'s kernels contract ``a * b + c`` (a GPU; the virtual GPU in its
+    default rounding mode on a CPU with FMA)."""
+    if not getattr(mx.gpu(0).xp, "is_virtual", False):
+        return True
+    from hybridgpu.vgpu import rounding
+
+    return rounding.mode() == "gpu" and rounding.fma_flags() is not None
+
+
+def _casts_model(x, fused):
+    def muladd(a, b, c):
+        b, c = np.float32(b), np.float32(c)
+        if fused:
+            return (a.astype(np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
+        return a.astype(np.float32) * b + c
+
+    narrow = muladd(x, 1.7, 0.3).astype(np.float16)
+    return muladd(narrow, 3.1, -1.3).astype(np.float16)
 
 
 def test_float16_batchnorm_inference_is_one_kernel_with_its_casts():

@@ -13,7 +13,8 @@ Example:
 from __future__ import annotations
 
 __all__ = ["VirtualGPUError", "CaptureError", "MemoryFaultError", "LaunchError",
-           "KernelCompileError", "FreedMemoryError", "OutOfMemoryError", "BarrierError"]
+           "KernelCompileError", "FreedMemoryError", "OutOfMemoryError", "BarrierError",
+           "CacheError"]
 
 
 class VirtualGPUError(RuntimeError):
@@ -50,3 +51,8 @@ class FreedMemoryError(VirtualGPUError):
 
 class OutOfMemoryError(VirtualGPUError, MemoryError):
     """An allocation larger than the virtual device's memory left (CuPy's OutOfMemoryError)."""
+
+
+class CacheError(VirtualGPUError):
+    """The kernel cache folder is not private to this user (another owner, group or other
+    write access, a symlink): nothing in it is loaded."""
