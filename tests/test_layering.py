@@ -45,6 +45,8 @@ LAYERS = (
     "ndarray",
     "symbol",
     "autograd",
+    "numpy",          # mx.np: NumPy-semantics arrays over the same registry and dispatch point
+    "numpy_extension",  # mx.npx: MXNet's NumPy-mode extensions (nn ops, devices, set_np)
     "compiler",
     "executor",
     # MXNet's Python surface that gluon builds on

@@ -70,7 +70,7 @@ def test_unknown_submodule_is_missing_not_a_second_copy(alias):
 
 def test_missing_top_level_name_says_why(alias):
     with pytest.raises(AttributeError, match="coming_from_mxnet"):
-        alias.npx  # noqa: B018
+        alias.rtc  # noqa: B018
 
 
 def test_refuses_a_real_mxnet_on_the_path(tmp_path, monkeypatch):

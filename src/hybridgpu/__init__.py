@@ -86,6 +86,12 @@ mod = module
 __all__ += ["io", "callback", "model", "kvstore", "kv", "module", "mod", "test_utils"]
 # ONNX export, CustomOp, profiling, network pictures (issue 12)
 from . import onnx, operator, profiler, viz  # noqa: E402
+# MXNet 1.9's NumPy interface: mx.np arrays and mx.npx extensions (issue 23)
+from . import numpy, numpy_extension  # noqa: E402
+
+np = numpy
+npx = numpy_extension
+__all__ += ["np", "npx", "numpy", "numpy_extension"]
 
 visualization = viz
 __all__ += ["onnx", "operator", "profiler", "viz", "visualization"]

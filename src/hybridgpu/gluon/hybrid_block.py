@@ -45,6 +45,7 @@ from ..ops.rules import known
 from ..symbol import NotAvailableOnSymbol, Symbol
 from .block import Block
 from .nesting import flatten, regroup
+from .numpy_mode import NumpyArray, front_end, in_numpy_mode, numpy_call, to_numpy
 from .parameter import DeferredInitializationError, DeferredShapeError
 from .traced_backward import run_recorded
 
@@ -288,6 +289,9 @@ class HybridBlock(Block):
         """Run ``hybrid_forward`` on NDArrays (imperative or traced) or build Symbols."""
         if isinstance(x, Symbol):
             return self._symbol_forward(x, *args)
+        if isinstance(x, NumpyArray) and not in_numpy_mode():
+            with numpy_call():  # mx.np inputs: NumPy mode for this call (numpy_mode.py)
+                return self.forward(x, *args)
         if not args and self._active and type(x) is NDArray:
             out = self._replay_one(x)
             if out is not None:
@@ -304,10 +308,10 @@ class HybridBlock(Block):
         self._check_contexts(ctx, args)
         with ctx:
             if self._active:
-                return self._call_traced(x, *args)
+                return to_numpy(self._call_traced(x, *args))
             params = self._param_data(ctx, (x, *args))
             try:
-                return self.hybrid_forward(nd, x, *args, **params)
+                return to_numpy(self.hybrid_forward(front_end(nd), x, *args, **params))
             except MXNetError as err:
                 raise _named_error(err, self) from None
             except TypeError:
@@ -369,7 +373,7 @@ class HybridBlock(Block):
         self._traced_input = x  # lets a shape error report this layer's input shape
         try:
             with self.name_scope():
-                return self.hybrid_forward(symbol, x, *args, **params)
+                return self.hybrid_forward(front_end(symbol), x, *args, **params)
         except (NotAvailableOnSymbol, ArgumentTypeError) as err:
             raise self._named(err) from None
         except (TypeError, IndexError, MXNetError) as err:

@@ -25,6 +25,7 @@ from .. import autograd
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
+from .numpy_mode import numpy_parameters
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError",
            "DeferredShapeError", "ParameterMissingError", "ParameterNotInBlockError",
@@ -184,6 +185,7 @@ class Parameter:
 
     def _init_impl(self, data, contexts):
         self._data = OrderedDict((ctx, data.copyto(ctx)) for ctx in contexts)
+        numpy_parameters(self._data.values())  # mx.np arrays in NumPy mode
         self._init_grad()
 
     def _init_grad(self):
@@ -194,6 +196,7 @@ class Parameter:
             return
         self._grad = OrderedDict(
             (ctx, nd.zeros(arr.shape, ctx=ctx, dtype=arr.dtype)) for ctx, arr in self._data.items())
+        numpy_parameters(self._grad.values())
         for ctx, arr in self._data.items():
             self._track(arr, self._grad[ctx])
 

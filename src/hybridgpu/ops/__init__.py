@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     nn_extra,
     nn_misc,
     norm,
+    np_ops,
     pool,
     random,
     random_dists,
