@@ -18,10 +18,12 @@ import contextlib
 from .. import modes, tape
 from .. import ndarray as nd
 from ..base import MXNetError
+from ..ndarray import NDArray
 from .function import Function
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-           "set_recording", "set_training", "mark_variables", "backward", "grad", "Function"]
+           "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
+           "NDArray"]  # MXNet's autograd has no __all__: its star import also gives NDArray
 
 is_recording = modes.is_recording
 is_training = modes.is_training

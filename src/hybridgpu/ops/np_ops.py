@@ -213,11 +213,12 @@ def _tensordot_grad(F, ins, outs, gouts, a_axes_summed=(), b_axes_summed=()):
     g_b = tuple(range(len(fa), len(fa) + len(fb)))  # G's axes that came from B
     g_a = tuple(range(len(fa)))
     da = F._npi_tensordot(g, b, a_axes_summed=g_b, b_axes_summed=tuple(fb))
-    # da's axes: A's free axes, then B's summed axes in the order of sb (= A's summed sa)
-    order_a = fa + sa
+    # da's axes: A's free axes, then B's summed axes in B's order, each standing for the
+    # axis of A it was paired with
+    order_a = fa + [sa[sb.index(s)] for s in sorted(sb)]
     da = F.transpose(da, axes=tuple(order_a.index(i) for i in range(a.ndim)))
     db = F._npi_tensordot(a, g, a_axes_summed=tuple(fa), b_axes_summed=g_a)
-    order_b = sb + fb
+    order_b = [sb[sa.index(s)] for s in sorted(sa)] + fb
     db = F.transpose(db, axes=tuple(order_b.index(i) for i in range(b.ndim)))
     return [da, db]
 
