@@ -30,7 +30,7 @@ import numpy as np
 from . import devices
 from .errors import OutOfMemoryError
 
-__all__ = ["Memory", "MemoryPointer", "find", "describe", "used_bytes", "is_live", "pin", "unpin",
+__all__ = ["Memory", "MemoryPointer", "find", "describe", "used_bytes", "is_live", "hold_frees",
            "MemoryPool", "host_view"]
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -50,8 +50,8 @@ _starts: list[int] = []  # sorted start addresses of live allocations
 _by_start: dict[int, weakref.ref] = {}
 _used: dict[int, int] = {}  # bytes in use per device id
 _serial = itertools.count(1)
-_pins: dict[int, int] = {}  # data address -> queued steps touching it (streams' async mode)
-_unpinned_later: dict[int, tuple] = {}  # data address of a freed, pinned allocation -> mapping
+_held = [False]  # True while streams have queued work (async mode): frees keep their pages
+_deferred: list = []  # (base, size) of the mappings freed while held
 
 
 def _map(nbytes):
@@ -80,32 +80,26 @@ def _unmap(base, total, start, device_id, size):
             del _starts[i]
             _by_start.pop(start, None)
         _used[device_id] = _used.get(device_id, 0) - size
-        if _pins.get(start):
-            _unpinned_later[start] = (base, total)
+        if _held[0]:
+            _deferred.append((base, total))
             return
     _libc.munmap(base, total)
 
 
-def pin(mem):
-    """Keep ``mem``'s pages mapped until ``unpin(mem.ptr)``, even once it is freed (and no
-    longer counted as used): work queued on a stream still touches them, as a GPU's queued
-    kernels touch memory CuPy's pool took back (reused only in stream order)."""
+def hold_frees(held):
+    """While ``held``, a freed allocation leaves the used count but keeps its pages mapped:
+    work queued on a stream (async mode) may still touch them, directly or through a pointer
+    table, as a GPU's queued kernels touch memory CuPy's pool took back (and reuses only in
+    stream order). Releasing the hold unmaps them. Returns how many wait to be unmapped."""
     with _lock:
-        _pins[mem.ptr] = _pins.get(mem.ptr, 0) + 1
-    return mem.ptr
-
-
-def unpin(ptr):
-    """Drop one ``pin``; the last one unmaps an allocation freed meanwhile."""
-    with _lock:
-        left = _pins.get(ptr, 0) - 1
-        if left > 0:
-            _pins[ptr] = left
-            return
-        _pins.pop(ptr, None)
-        mapping = _unpinned_later.pop(ptr, None)
-    if mapping is not None:
+        _held[0] = bool(held)
+        freed = [] if held else list(_deferred)
+        if not held:
+            _deferred.clear()
+        waiting = len(_deferred)
+    for mapping in freed:
         _libc.munmap(*mapping)
+    return waiting
 
 
 class Memory:

@@ -16,8 +16,9 @@ work on the current stream (``host_work()``: array functions, operators and host
 after that stream's queue, as CuPy's kernels and copies would), or a step queued after a
 ``wait_event`` on its event. The legacy default stream orders with blocking streams as in
 CUDA. So a stream that reads another's results without an event wait reads stale data here,
-as it may on a GPU. Queued steps keep the pages they touch mapped (memory.pin) while their
-arrays may be freed, as CuPy's pool reuses freed memory only in stream order.
+as it may on a GPU. While work is queued, freed allocations keep their pages mapped
+(``memory.hold_frees``): CuPy's pool reuses freed memory only in stream order, so queued work
+may still read it, directly or through a pointer table.
 
 Example:
     >>> s = Stream(non_blocking=True)
@@ -50,17 +51,17 @@ _local = threading.local()
 _queue_lock = threading.RLock()  # the queues of every stream (async mode)
 _activity = itertools.count()  # when each stream last got work: drains go newest first
 _queued: dict = {}  # stream -> its pending steps (async mode), in issue order
+_MAX_DEFERRED_FREES = 4096  # freed mappings kept for queued work before the device catches up
 
 
 class Step:
     """One unit of device work: ``run()`` does it; ``what`` names it in errors; ``pointers``
     are the ``(allocation serial, address)`` pairs it touches, checked live at replay.
-    Queued (async mode), it also holds ``after`` (steps of other streams it waits for) and
-    ``keep`` (the allocations it touches, pinned mapped until it ran)."""
+    Queued (async mode), it also holds ``after``: steps of other streams it waits for."""
 
     def __init__(self, what, run, pointers=()):
         self.what, self.run, self.pointers = what, run, tuple(pointers)
-        self.after, self.keep, self.done, self.stream = (), (), False, None
+        self.after, self.done, self.stream = (), False, None
 
     def check_live(self, index):
         for serial, ptr in self.pointers:
@@ -215,8 +216,9 @@ def _enqueue(stream, step):
         partners = [_queued[s][-1] for s in _legacy_partners(stream) if _queued.get(s)]
         step.after = tuple(step.after) + tuple(partners)
         step.stream = stream
-        mems = {m.ptr: m for m in (memory.find(p) for _, p in step.pointers) if m is not None}
-        step.keep = tuple(memory.pin(m) for m in mems.values())
+        if memory.hold_frees(True) > _MAX_DEFERRED_FREES:
+            drain_all()  # the device catches up: its queued work runs, the pages go
+            memory.hold_frees(True)
         _queued.setdefault(stream, []).append(step)
         stream._activity = next(_activity)
 
@@ -231,14 +233,11 @@ def _run_through(step):
                 if not other.done:
                     _run_through(other)
             head.done = True
-            try:
-                head.run()
-            finally:
-                for ptr in head.keep:
-                    memory.unpin(ptr)
-                head.keep = ()
+            head.run()
         if not queue:
             _queued.pop(step.stream, None)
+            if not _queued:
+                memory.hold_frees(False)
 
 
 def complete(stream):
