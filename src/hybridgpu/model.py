@@ -29,6 +29,7 @@ from . import ndarray as nd
 from . import symbol as sym
 from .base import MXNetError
 from .context import cpu
+from .serialization import files
 
 __all__ = ["BatchEndParam", "save_checkpoint", "load_checkpoint", "load_params",
            "checkpoint_paths"]
@@ -51,11 +52,12 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     """Write ``symbol`` (unless None) to ``prefix-symbol.json`` and the parameters (on cpu,
     keys ``arg:<name>``/``aux:<name>``) to ``prefix-%04d.params``."""
     symbol_file, param_file = checkpoint_paths(prefix, epoch)
-    if symbol is not None:
-        symbol.save(symbol_file, remove_amp_cast=remove_amp_cast)
     records = {f"arg:{k}": v.as_in_context(cpu()) for k, v in (arg_params or {}).items()}
     records.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in (aux_params or {}).items()})
-    nd.save(param_file, records)
+    with files.together():  # the old pair or the new pair, never a mix (as export)
+        nd.save(param_file, records)
+        if symbol is not None:
+            symbol.save(symbol_file, remove_amp_cast=remove_amp_cast)
     logging.info('Saved checkpoint to "%s"', param_file)
 
 

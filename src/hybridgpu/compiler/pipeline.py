@@ -54,12 +54,17 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..base import MXNetError
 from ..graph import evaluate, verify
+from ..limits import check_model_bytes
+from ..safe_text import display
 from . import passes
 
 __all__ = ["Executable", "InterpretedExecutable", "compile_graph", "PASSES", "debug_enabled",
@@ -261,6 +266,22 @@ def _build(backend, graph, plan, ctx, is_train, flags):
     return backend.build(graph, plan, ctx, is_train, flags)
 
 
+def _check_allocation(graph, plan):
+    """MXNetError before anything is allocated when the plan's buffers and fresh outputs plus
+    the arrays its ops' computes make and the output copies (as if all lived at once) pass
+    the model cap
+    (``limits.HYBRIDGPU_MAX_MODEL_BYTES``)."""
+    computed = 0
+    copies = [graph.key(graph.outputs[pos]) for pos in plan.output_copies]
+    for key in [*plan.computed, *copies]:
+        shape, dtype = graph.shapes.get(key), graph.dtypes.get(key)
+        if shape is not None and dtype is not None and all(d is not None for d in shape):
+            computed += math.prod(shape) * np.dtype(dtype).itemsize
+    heads = ", ".join(display(e.node.name) for e in graph.outputs[:3])
+    check_model_bytes(plan.planned_bytes + computed, f"the model computing {heads}",
+                      f" ({plan.buffer_bytes} in buffers, {computed} by its ops' computes and copies)")
+
+
 def compile_graph(graph, ctx, is_train, flags=None):
     """An Executable of ``graph`` for ``ctx``: the backend's passes, a memory plan, then the
     backend's executable (see the module docstring). ``graph`` itself is not changed."""
@@ -276,6 +297,7 @@ def compile_graph(graph, ctx, is_train, flags=None):
     stats["plan_memory"] = (len(graph), time.perf_counter() - start)
     if debug:
         plan.check()
+    _check_allocation(graph, plan)
     executable = _build(backend, graph, plan, ctx, is_train, flags)
     executable.plan = plan
     executable.flags = flags

@@ -42,6 +42,7 @@ from ..compiler import compile_graph
 from ..graph import Graph, InferenceError, infer_shapes, infer_types
 from ..ndarray import NDArray
 from ..ops.rules import known
+from ..serialization import files
 from ..symbol import NotAvailableOnSymbol, Symbol
 from .block import Block
 from .nesting import flatten, regroup
@@ -675,10 +676,11 @@ class HybridBlock(Block):
                                "this block at least once before calling export.")
         traced = self._last_trace.symbol
         sym_file, params_file = f"{path}-symbol.json", f"{path}-{epoch:04d}.params"
-        traced.save(sym_file)
         aux = set(traced.list_auxiliary_states())
         arrays = {}  # in the order the graph reads them, as MXNet writes them
         for name, param in self._last_trace.params:
             arrays[f"{'aux' if name in aux else 'arg'}:{name}"] = param._reduce()
-        nd.save(params_file, arrays)
+        with files.together():  # both written first; then params renamed, then the symbol
+            nd.save(params_file, arrays)
+            traced.save(sym_file)
         return sym_file, params_file

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ..base import MXNetError
+from ..limits import check_elements
 from .attrs import Bool, DType, Float, Int, Shape
 from .lowering import Lowering, same_dtype
 from .opdef import OpDef, register
@@ -57,6 +58,7 @@ def require_known_shape(op, shape):
         raise MXNetError(
             f"{op}: shape {shape} is not a known shape: every dimension must be a positive size "
             "(MXNet 1.x reads () and 0 dimensions as unknown), e.g. shape=(2, 3)")
+    check_elements(shape, op)  # MXNet's per-array limit, before anything is allocated
     return shape
 
 
@@ -197,7 +199,13 @@ register(OpDef(
 
 # -- from another array -----------------------------------------------------------------------
 
-def _zero_grad(F, ins, outs, gouts):
+#: MXNet 1.9.1's zeros_like/ones_like take a dtype and ignore it (GluonCV's CenterNet passes
+#: one): the output keeps the input's dtype.
+_IGNORED_DTYPE = DType(default=None, doc="accepted and ignored, as MXNet 1.9.1 does: the output "
+                       "keeps the input's dtype")
+
+
+def _zero_grad(F, ins, outs, gouts, **_):
     return [F.zeros_like(ins[0])]
 
 
@@ -207,15 +215,15 @@ def _fill(value):
 
 
 register(OpDef(
-    "zeros_like", inputs=("data",), compute=lambda xp, x: xp.zeros_like(x),
-    infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)0)", elementwise=True,
+    "zeros_like", inputs=("data",), compute=lambda xp, x, dtype=None: xp.zeros_like(x),
+    attrs={"dtype": _IGNORED_DTYPE}, infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)0)", elementwise=True,
     lower=_fill(0), views=False,
     doc="An array of zeros with the shape and dtype of the input.",
     example="nd.zeros_like(nd.ones((2, 3))).asnumpy()  # all zeros, shape (2, 3)"))
 
 register(OpDef(
-    "ones_like", inputs=("data",), compute=lambda xp, x: xp.ones_like(x),
-    infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)1)", elementwise=True,
+    "ones_like", inputs=("data",), compute=lambda xp, x, dtype=None: xp.ones_like(x),
+    attrs={"dtype": _IGNORED_DTYPE}, infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)1)", elementwise=True,
     lower=_fill(1), views=False,
     doc="An array of ones with the shape and dtype of the input.",
     example="nd.ones_like(nd.zeros((2, 3))).asnumpy()  # all ones, shape (2, 3)"))

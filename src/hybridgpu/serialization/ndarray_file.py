@@ -57,11 +57,9 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import io
 import math
 import os
-import secrets
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import DTYPE_TO_FLAG, MXNetError
+from .files import atomic_write, read_regular
 
 __all__ = ["LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "DTYPE_FLAGS", "ArrayRecord",
            "LoadedArray", "save", "dumps", "load", "loads"]
@@ -237,63 +236,13 @@ def save(fname, records, names=None):
     path = _path(fname)
     records = [_as_record(r) for r in records]
     encoded = _check_records(records, names)
-    _atomic_write(path, lambda stream: _write_body(stream, records, encoded))
+    atomic_write(path, lambda stream: _write_body(stream, records, encoded))
 
 
 def _path(fname):
     if isinstance(fname, (str, bytes, os.PathLike)):
         return os.fsdecode(os.fspath(fname))
     raise TypeError(f"fname must be a str or os.PathLike, got {type(fname).__name__}")
-
-
-def _open_temp(directory, base):
-    """Create a new temporary file in ``directory``; the umask applies as for any new file."""
-    for _ in range(100):
-        tmp = os.path.join(directory, f".{base[:180]}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                         0o666)
-        except FileExistsError:
-            continue
-        return fd, tmp
-    raise MXNetError(f"cannot create a temporary file in {directory}")
-
-
-def _fsync_directory(directory):
-    """Make the rename durable where the platform allows it (best effort)."""
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _atomic_write(path, write_body):
-    """Run ``write_body(stream)`` on a temporary file, then rename it to ``path``."""
-    target = os.path.realpath(path) if os.path.islink(path) else path
-    directory = os.path.dirname(os.path.abspath(target))
-    try:
-        fd, tmp = _open_temp(directory, os.path.basename(target))
-    except OSError as err:
-        raise MXNetError(f"cannot save {path}: {err}") from err
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            write_body(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        with contextlib.suppress(OSError):
-            os.chmod(tmp, os.stat(target).st_mode & 0o7777)  # keep an existing file's mode
-        os.replace(tmp, target)
-        _fsync_directory(directory)
-    except BaseException as err:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise MXNetError(f"cannot save {path}: {err}") from err
-        raise
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -545,9 +494,20 @@ def load(fname):
         array(2.5)
     """
     path = _path(fname)
-    try:
-        with open(path, "rb") as stream:
-            blob = stream.read()
-    except OSError as err:
-        raise MXNetError(f"cannot load {path}: {err}") from err
+    blob = read_regular(path, "parameter file", 24, lambda head, size: _check_header(
+        head, size, path))
     return loads(blob, source=path)
+
+
+def _check_header(head, size, source):
+    """Refuse a file whose header is wrong before the rest of it is read."""
+    if len(head) < 24:
+        return  # ``loads`` says how it is truncated
+    magic, _reserved, count = struct.unpack("<QQQ", head)
+    if magic != LIST_MAGIC:
+        raise MXNetError(f"cannot load {source}: header: bad file magic 0x{magic:X} (expected "
+                         f"0x{LIST_MAGIC:X}): not an MXNet NDArray file (byte offset 0)")
+    if count * _MIN_RECORD_BYTES + 8 > size - 24:
+        raise MXNetError(f"cannot load {source}: header: {count} arrays need at least "
+                         f"{count * _MIN_RECORD_BYTES + 8} bytes but {size - 24} remain "
+                         "(byte offset 16)")

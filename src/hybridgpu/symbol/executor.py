@@ -43,6 +43,7 @@ from ..base import MXNetError
 from ..compiler import compile_graph
 from ..context import Context, current_context
 from ..graph import infer_shapes, infer_types
+from ..limits import check_model_bytes
 from ..ndarray.ndarray import NDArray
 from .gradient import build_gradient, plan_backward
 
@@ -169,6 +170,14 @@ def _check_context(ctx, names, arrays, what):
                              f"runs on {ctx}; move it with x.as_in_context({ctx}) first")
 
 
+def _check_bytes(specs, what):
+    """MXNetError before allocating arrays of ``specs`` (``(shape, dtype)`` pairs) when they
+    pass the model cap (``limits.HYBRIDGPU_MAX_MODEL_BYTES``)."""
+    nbytes = sum(int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+                 for shape, dtype in specs)
+    check_model_bytes(nbytes, what)
+
+
 def _zeros(ctx, shape, dtype):
     xp = ctx.xp
     if ctx.is_gpu:
@@ -252,13 +261,15 @@ class Executor:
         return graph
 
     def _allocate_outputs(self):
-        outputs = []
+        """Zero output arrays, after checking their bytes against the model cap."""
+        specs = []
         for entry in self._graph.outputs:
             key = self._graph.key(entry)
             shape = self._graph.shapes.get(key)
-            dtype = self._graph.dtypes.get(key) or "float32"
-            outputs.append(_zeros(self._ctx, shape if shape is not None else (0,), dtype))
-        return outputs
+            specs.append((shape if shape is not None else (0,),
+                          self._graph.dtypes.get(key) or "float32"))
+        _check_bytes(specs, "bind: the outputs")
+        return [_zeros(self._ctx, shape, dtype) for shape, dtype in specs]
 
     @property
     def output_dict(self):
@@ -520,9 +531,13 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shapes=None):
             f"simple_bind(ctx, {unknown[0]}=(...))")
     dtypes = _infer_variable_dtypes(symbol, type_dict)
     arg_names = symbol.list_arguments()
-    args = {n: _zeros(ctx, table[n], dtypes[n]) for n in arg_names}
-    aux = {n: _zeros(ctx, table[n], dtypes[n]) for n in symbol.list_auxiliary_states()}
+    aux_names = symbol.list_auxiliary_states()
     reqs = _grad_reqs(grad_req, arg_names, [True] * len(arg_names))
+    _check_bytes([(table[n], dtypes[n]) for n in [*arg_names, *aux_names]]
+                 + [(table[n], dtypes[n]) for n, r in zip(arg_names, reqs) if r != "null"],
+                 "simple_bind: the arguments, auxiliary states and gradients")
+    args = {n: _zeros(ctx, table[n], dtypes[n]) for n in arg_names}
+    aux = {n: _zeros(ctx, table[n], dtypes[n]) for n in aux_names}
     grads = {n: _zeros(ctx, table[n], dtypes[n]) for n, r in zip(arg_names, reqs)
              if r != "null"}
     return Executor(symbol, ctx, args, grads, reqs, aux)

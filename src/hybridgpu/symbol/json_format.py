@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import weakref
 
 from .. import ops
 from ..base import MXNetError
 from ..graph import Entry, Node, topological_order
 from ..safe_text import check_storable, display
+from ..serialization.files import atomic_write, read_regular
+from ..util import is_np_shape
 from .symbol import Symbol
 
 __all__ = ["to_json", "save", "fromjson", "load", "load_json", "MXNET_VERSION"]
@@ -246,7 +247,11 @@ def to_json(symbol):
     w.item("heads")
     w.array([[index[id(e.node)], e.index, v] for e, v in zip(symbol._outputs, head_versions)])
     w.item("attrs")
-    w.begin("{", False)
+    np_shape = is_np_shape()  # MXNet marks files written with NumPy shape semantics on
+    w.begin("{", np_shape)
+    if np_shape:
+        w.item("is_np_shape")
+        w.array(["int", 1], multi_line=False)
     w.item("mxnet_version")
     w.array(["int", MXNET_VERSION], multi_line=False)
     w.end("}")
@@ -255,22 +260,13 @@ def to_json(symbol):
 
 
 def save(symbol, fname):
-    """Write ``to_json(symbol)`` to ``fname`` atomically (a temporary file in the same folder,
-    then a rename), so a crash never leaves half a file."""
+    """Write ``to_json(symbol)`` to ``fname`` atomically (``serialization.files``: a
+    temporary file in the same folder, then a rename, so a crash never leaves half a file;
+    mode 0644 less the umask, as MXNet's; leftovers of killed saves removed)."""
     if not isinstance(fname, (str, os.PathLike)):
         raise TypeError(f"fname must be a string or path, got {type(fname).__name__}")
-    text = to_json(symbol)
-    fname = os.fspath(fname)
-    folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, fname)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    data = to_json(symbol).encode("utf-8")
+    atomic_write(os.fspath(fname), lambda stream: stream.write(data))
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -303,6 +299,9 @@ class _Loader:
             raise self.fail(f"not valid JSON: {err.msg} at line {err.lineno} column "
                             f"{err.colno}; a symbol file is the JSON text that "
                             "Symbol.save / tojson writes") from None
+        except RecursionError:
+            raise self.fail("the JSON is nested too deeply to read (a symbol file nests "
+                            "objects and lists only a few levels deep)") from None
         if not isinstance(doc, dict):
             raise self.fail(f"expected a JSON object with keys {list(_GRAPH_REQUIRED)}, "
                             f"got {type(doc).__name__}")
@@ -556,11 +555,13 @@ def load(fname):
     ``export``/``save``)."""
     if not isinstance(fname, (str, os.PathLike)):
         raise TypeError(f"fname must be a string or path, got {type(fname).__name__}")
-    try:
-        with open(fname, "rb") as f:
-            data = f.read()
-    except OSError as err:
-        raise MXNetError(f"cannot read symbol file {os.fspath(fname)!r}: "
-                         f"{err.strerror or err}") from None
     loader = _Loader(f"cannot load symbol file {os.fspath(fname)!r}")
+
+    def check_header(head, size):
+        start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+        if start and start != b"{":
+            raise loader.fail(f"not a symbol file: it starts with {head[:16]!r}, but a "
+                              "symbol file is a JSON object (it starts with '{')")
+
+    data = read_regular(fname, "symbol file", 64, check_header, verb="read")
     return _build(loader, loader.parse(data))

@@ -90,6 +90,13 @@ def _evaluate(node, args, xp):
     return result if isinstance(result, tuple) else (result,)
 
 
+def _known_size(shape):
+    """Elements of ``shape`` (0 when unknown)."""
+    if not shape or any(d is None for d in shape):
+        return 0
+    return int(np.prod(shape, dtype=object))
+
+
 def fold(graph, xp=np, max_size=MAX_FOLD_SIZE):
     """``graph`` with its constant values computed (with ``xp``) and held by constant nodes."""
     rw = Rewriter(graph)
@@ -104,6 +111,10 @@ def fold(graph, xp=np, max_size=MAX_FOLD_SIZE):
         if node.op is CONSTANT:
             values[(i, 0)] = node.attrs["value"]
             continue
+        if any(_known_size(graph.shapes.get((i, k))) > max_size
+               for k in range(node.num_outputs)):
+            rw.keep(node)  # too big to fold: never computed at compile time (a file's
+            continue       # 8 GiB ``zeros`` must meet the model cap first)
         with np.errstate(all="ignore"):
             outs = _evaluate(node, [values[k] for k in keys], xp)
         if outs is None:
