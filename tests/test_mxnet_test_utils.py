@@ -369,3 +369,15 @@ def test_base_data_dir_and_as_list(monkeypatch):
     assert util.getenv(VAR) == "v"
     util.setenv(VAR, None)
     assert VAR not in os.environ
+
+
+def test_symbol_json_marks_numpy_shape_semantics():
+    import json
+
+    net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4)
+    with util.np_shape(True):
+        marked = json.loads(net.tojson())["attrs"]
+    assert marked == {"is_np_shape": ["int", 1], "mxnet_version": ["int", 10901]}
+    assert "is_np_shape" not in json.loads(net.tojson())["attrs"]
+    assert mx.sym.fromjson(json.dumps({**json.loads(net.tojson()), "attrs": marked})) \
+        .list_arguments() == net.list_arguments()
