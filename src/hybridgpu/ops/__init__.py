@@ -11,7 +11,9 @@ Example:
 
 from . import (  # noqa: F401  (each module registers its ops)
     activations,
+    amp_cast,
     assign,
+    contrib_box,
     contrib_nn,
     contrib_optim,
     conv,

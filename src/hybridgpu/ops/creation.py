@@ -216,14 +216,16 @@ def _fill(value):
 
 register(OpDef(
     "zeros_like", inputs=("data",), compute=lambda xp, x, dtype=None: xp.zeros_like(x),
-    attrs={"dtype": _IGNORED_DTYPE}, infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)0)", elementwise=True,
+    attrs={"dtype": _IGNORED_DTYPE}, infer_shape=same_shape, grad=_zero_grad,
+    cuda="((void)in0, (T)0)", elementwise=True,
     lower=_fill(0), views=False,
     doc="An array of zeros with the shape and dtype of the input.",
     example="nd.zeros_like(nd.ones((2, 3))).asnumpy()  # all zeros, shape (2, 3)"))
 
 register(OpDef(
     "ones_like", inputs=("data",), compute=lambda xp, x, dtype=None: xp.ones_like(x),
-    attrs={"dtype": _IGNORED_DTYPE}, infer_shape=same_shape, grad=_zero_grad, cuda="((void)in0, (T)1)", elementwise=True,
+    attrs={"dtype": _IGNORED_DTYPE}, infer_shape=same_shape, grad=_zero_grad,
+    cuda="((void)in0, (T)1)", elementwise=True,
     lower=_fill(1), views=False,
     doc="An array of ones with the shape and dtype of the input.",
     example="nd.ones_like(nd.zeros((2, 3))).asnumpy()  # all ones, shape (2, 3)"))

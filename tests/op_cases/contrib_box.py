@@ -1,0 +1,139 @@
+"""Cases for ``ops/contrib_box.py`` (box_nms and its backward op, box_iou) and
+``ops/amp_cast.py`` (amp_cast, amp_multicast).
+
+The NMS reference is the definition written as plain loops: valid boxes (score above
+valid_thresh, class not background) by falling score (ties in input order), the first topk,
+each dropped when a kept higher-scored box of its class (any class with force_suppress)
+overlaps it by IoU > overlap_thresh; kept rows first, the rest -1. Scores are distinct draws,
+so the order has one right answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from op_harness import OpCase
+
+
+def _iou(a, b):
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    inter = max(w, 0.0) * max(h, 0.0)
+    if inter <= 0:
+        return 0.0
+
+    def area(box):
+        bw, bh = box[2] - box[0], box[3] - box[1]
+        return 0.0 if bw < 0 or bh < 0 else bw * bh
+
+    return inter / (area(a) + area(b) - inter)
+
+
+def nms_ref(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_start=2,
+            score_index=1, id_index=-1, background_id=-1, force_suppress=False, **_):
+    flat = data.reshape(-1, *data.shape[-2:]).astype(np.float64)
+    out = np.full(flat.shape, -1.0)
+    for b, rows in enumerate(flat):
+        valid = [i for i in range(len(rows)) if rows[i, score_index] > valid_thresh
+                 and (id_index < 0 or rows[i, id_index] != background_id)]
+        order = sorted(valid, key=lambda i: -rows[i, score_index])
+        if topk >= 0:
+            order = order[:topk]
+        kept = []
+        for i in order:
+            box = rows[i, coord_start:coord_start + 4]
+            if all(_iou(rows[k, coord_start:coord_start + 4], box) <= overlap_thresh
+                   for k in kept
+                   if force_suppress or id_index < 0 or rows[k, id_index] == rows[i, id_index]):
+                kept.append(i)
+        out[b, :len(kept)] = rows[kept]
+    return out.reshape(data.shape)
+
+
+def _detections(batch_shape, num=12, classes=3):
+    def make(rng, dtype):
+        ids = rng.randint(-1, classes, batch_shape + (num, 1)).astype(dtype)
+        scores = rng.permutation(np.prod(batch_shape + (num,))).reshape(
+            batch_shape + (num, 1)).astype(dtype) / 100
+        lo = rng.uniform(0, 4, batch_shape + (num, 2))
+        size = rng.uniform(1, 4, batch_shape + (num, 2))
+        return [np.concatenate([ids, scores, lo, lo + size], axis=-1).astype(dtype)]
+    return make
+
+
+def iou_ref(lhs, rhs, format="corner"):  # noqa: A002
+    a, b = lhs.reshape(-1, 4).astype(np.float64), rhs.reshape(-1, 4).astype(np.float64)
+    if format == "center":
+        a = np.concatenate([a[:, :2] - a[:, 2:] / 2, a[:, :2] + a[:, 2:] / 2], axis=1)
+        b = np.concatenate([b[:, :2] - b[:, 2:] / 2, b[:, :2] + b[:, 2:] / 2], axis=1)
+    out = np.array([[_iou(x, y) for y in b] for x in a])
+    return out.reshape(lhs.shape[:-1] + rhs.shape[:-1])
+
+
+def _boxes(*shapes):
+    def make(rng, dtype):
+        arrays = []
+        for shape in shapes:
+            lo = rng.uniform(0, 4, shape[:-1] + (2,))
+            arrays.append(np.concatenate([lo, lo + rng.uniform(0.5, 3, lo.shape)],
+                                         axis=-1).astype(dtype))
+        return arrays
+    return make
+
+
+def _nms_backward_inputs(rng, dtype):
+    grad = rng.uniform(-1, 1, (2, 5, 6)).astype(dtype)
+    record = np.array([[3, 0, -1, -1, -1], [7, 9, 5, -1, -1]], dtype).reshape(2, 5, 1)
+    return [grad, record]
+
+
+def nms_backward_ref(grad, record, **_):
+    flat = grad.reshape(-1, grad.shape[-1])
+    out = np.zeros_like(flat, dtype=np.float64)
+    for i, src in enumerate(record.reshape(-1)):
+        if src >= 0:
+            out[int(src)] = flat[i]
+    return out.reshape(grad.shape)
+
+
+def _mixed(*dtypes):
+    def make(rng, dtype):
+        return [rng.uniform(-2, 2, (2, 3)).astype(d) for d in dtypes]
+    return make
+
+
+def multicast_ref(*data, num_outputs, cast_narrow=False):
+    names = [d.dtype.name for d in data]
+    if cast_narrow:
+        target = "float16" if "float16" in names else "float32"
+    else:
+        target = "float32" if "float32" in names else names[0]
+    return tuple(d.astype(target) if d.dtype.name in ("float16", "float32") else d
+                 for d in data)
+
+
+CASES = [
+    OpCase("_contrib_box_nms", make=_detections((2,)), ref=nms_ref, grad=False,
+           attrs={"id_index": 0, "overlap_thresh": 0.3}, id="classes"),
+    OpCase("_contrib_box_nms", make=_detections((2, 2)), ref=nms_ref, grad=False,
+           attrs={"id_index": 0, "force_suppress": True, "topk": 5, "valid_thresh": 0.055,
+                  "background_id": 0}, id="force-topk-background"),
+    OpCase("_contrib_box_nms", make=_detections(()), ref=nms_ref, grad=False,
+           attrs={"overlap_thresh": 0.2}, id="no-classes"),
+    OpCase("_backward_contrib_box_nms", make=_nms_backward_inputs, ref=nms_backward_ref,
+           grad=False),
+    OpCase("_contrib_box_iou", make=_boxes((5, 4), (2, 3, 4)), ref=iou_ref, grad=False),
+    OpCase("_contrib_box_iou", make=_boxes((2, 2, 4), (3, 4)), ref=iou_ref, grad=False,
+           attrs={"format": "center"}, id="center"),
+    OpCase("amp_cast", shapes=[(2, 3)], attrs={"dtype": "float16"}, dtypes=("float32",),
+           ref=lambda x, dtype: x.astype(dtype), grad=False, rtol=1e-3, atol=1e-3),
+    OpCase("amp_cast", shapes=[(2, 3)], attrs={"dtype": "float16"}, dtypes=("float64",),
+           ref=lambda x, dtype: x, id="float64-unchanged"),
+    OpCase("amp_multicast", make=_mixed("float16", "float32"), attrs={"num_outputs": 2},
+           ref=multicast_ref, grad=False, rtol=1e-3, atol=1e-3, id="widest"),
+    OpCase("amp_multicast", make=_mixed("float16", "float32"),
+           attrs={"num_outputs": 2, "cast_narrow": True}, ref=multicast_ref, grad=False,
+           rtol=1e-3, atol=1e-3, id="narrow"),
+    OpCase("amp_multicast", make=_mixed("int32", "float16"), attrs={"num_outputs": 2},
+           ref=multicast_ref, grad=False, id="first-dtype"),
+]
