@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import math
 
 import numpy as np
 
@@ -232,18 +233,26 @@ class Number(Attr):
 
     def _from_str(self, text):
         try:
-            return int(text)
+            return self._check(int(text))
         except ValueError:
             pass
         try:
-            return float(text)
+            value = float(text)
         except ValueError as err:
             raise AttrError(f"expected a number, got {text!r}") from err
+        if math.isinf(value) and "inf" not in text.lower():  # "1e400", as MXNet refuses it
+            raise AttrError(f"out of range value {text[:40]!r}: larger than a double can hold")
+        return value
 
     def _check(self, value):
         if isinstance(value, (bool, np.bool_)):
             return int(value)
         if isinstance(value, (int, np.integer)):
+            try:
+                float(value)
+            except OverflowError:
+                raise AttrError(f"out of range value: an integer of {len(str(value))} digits "
+                                "is larger than a double can hold") from None
             return int(value)
         if isinstance(value, (float, np.floating)):
             return float(value)

@@ -31,8 +31,9 @@ import os
 import weakref
 
 from .. import ops
-from ..base import MXNetError
+from ..base import MXNetError, dtype_of_flag
 from ..graph import Entry, Node, topological_order
+from ..ops.attrs import AttrError, DType, Float, Shape
 from ..safe_text import check_storable, display
 from ..serialization.files import atomic_write, read_regular
 from ..util import is_np_shape
@@ -62,6 +63,9 @@ _ROW_OUTPUTS = {
     "LRN": lambda attrs: 2,
     "LeakyReLU": lambda attrs: 2 if attrs.get("act_type") == "rrelu" else 1,
 }
+
+# Hints a variable may carry, parsed when a graph is inferred or trained: checked at load.
+_HINTS = {"__shape__": Shape(), "__lr_mult__": Float(), "__wd_mult__": Float()}
 
 _GRAPH_KEYS = ("nodes", "arg_nodes", "node_row_ptr", "heads", "attrs")
 _GRAPH_REQUIRED = ("nodes", "arg_nodes", "heads")
@@ -376,6 +380,26 @@ class _Loader:
         except MXNetError as err:
             raise self.fail(f"node {i}: {err}") from None
 
+    def check_hints(self, i, name, strings):
+        """Refuse a variable's ``__shape__``/``__lr_mult__``/``__wd_mult__``/``__dtype__``
+        that later steps could not read, now, naming the node."""
+        for key, spec in _HINTS.items():
+            if key not in strings:
+                continue
+            try:
+                spec.parse(strings[key])
+            except AttrError as err:
+                raise self.node_fail(i, name, f"attribute {key}={strings[key][:60]!r} is "
+                                              f"malformed: {err}") from None
+        flag = strings.get("__dtype__")
+        if flag is not None and dtype_of_flag(flag) is None:
+            try:
+                DType().parse(flag)
+            except AttrError:
+                raise self.node_fail(i, name, f"attribute __dtype__={flag[:60]!r} is neither "
+                                              "a dtype flag MXNet writes (0 float32 ... 7 "
+                                              "bool) nor a dtype name") from None
+
     def string_map(self, i, name, raw, key):
         value = raw.get(key) or {}
         if not isinstance(value, dict):
@@ -406,6 +430,7 @@ class _Loader:
             if n_inputs:
                 raise self.node_fail(i, name, f"a variable (op \"null\") cannot have inputs, "
                                               f"it has {n_inputs}")
+            self.check_hints(i, name, strings)
             return Node.variable(name, extra=strings)
         try:
             op = ops.get(op_name)
