@@ -24,7 +24,7 @@ import json
 import os
 import sys
 
-from ..serialization.ndarray_file import _atomic_write
+from ..serialization.files import atomic_write
 
 __all__ = ["Output", "installed_packages"]
 
@@ -71,7 +71,7 @@ class Output:
     def write_json(self, name, value):
         """``value`` as JSON in the folder's file ``name``, written atomically."""
         text = json.dumps(value, indent=2, default=str).encode()
-        _atomic_write(os.path.join(self.folder, name), lambda stream: stream.write(text))
+        atomic_write(os.path.join(self.folder, name), lambda stream: stream.write(text))
 
     def save(self, results):
         """Rewrite the results JSON (after each stage, check and target)."""

@@ -34,7 +34,7 @@ import os
 import re
 import sys
 
-__all__ = ["check", "signatures", "load", "main", "FORWARDED", "looser_than_cupy"]
+__all__ = ["check", "signatures", "load", "main", "FORWARDED", "ELEMENTS", "looser_than_cupy"]
 
 # Slots without an introspectable signature, declared where the call goes: RawKernel.__call__
 # hands its arguments to cupy.cuda.function.Function.__call__ (cupy/cuda/function.pyx), whose
@@ -45,6 +45,11 @@ FORWARDED = {
         "__call__(self, tuple grid, tuple block, args, size_t shared_mem=0, stream=None, "
         "bint enable_cooperative_groups=False)"),
 }
+
+# Arguments CuPy unpacks itself: the kernel arguments of a launch may be device arrays or
+# scalars only (function.pyx's _pointer: an ndarray, CPointer or a Python/NumPy scalar).
+ELEMENTS = {("cupy.RawKernel.__call__", "args"): ("cupy.ndarray", "int", "float", "bool",
+                                                  "complex", "numpy.")}
 
 _SIG_LINE = re.compile(r"^\s*(?:[\w.]+\.)?(\w+)\((.*)\)\s*(?:->\s*[\w.\[\], ]+)?\s*$")
 _PY_TYPES = {"str": str, "tuple": tuple, "list": list, "dict": dict, "bytes": bytes}
@@ -130,9 +135,18 @@ def _doc_signatures(obj):
 
 
 def _generic(sig):
-    kinds = {p.kind for p in sig.parameters.values()}
-    return kinds <= {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD,
-                     inspect.Parameter.POSITIONAL_ONLY} and len(sig.parameters) <= 3
+    """True for ``(self, /, *args, **kwargs)``-like signatures, which say nothing."""
+    var = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    named = [p for p in sig.parameters.values() if p.kind not in var and p.name != "self"]
+    return not named and len(sig.parameters) > 0
+
+
+def _ufunc_signature(obj):
+    """CuPy's call signature of a ufunc without a documented one (cupyx.scipy.special's),
+    written as CuPy documents its own ufuncs (``add(x1, x2, /, out=None, *, ...)``)."""
+    inputs = ", ".join(f"x{i + 1}" for i in range(obj.nin))
+    return parse_signature(f"{obj.__name__}({inputs}, /, out=None, *, casting='same_kind', "
+                           "dtype=None)")
 
 
 def signatures(name, obj):
@@ -142,6 +156,9 @@ def signatures(name, obj):
         where, line = FORWARDED[name]
         return [(parse_signature(line), f"declared in {where}.pyx")]
     found = [(parse_signature(line), "embedded signature") for line in _doc_signatures(obj)]
+    if not found and type(obj).__name__ == "ufunc" and isinstance(getattr(obj, "nin", None),
+                                                                  int):
+        found.append((_ufunc_signature(obj), "ufunc with nin inputs"))
     if not found:
         try:
             sig = inspect.signature(obj)
@@ -255,11 +272,27 @@ def _nccl_fallback(name):
     if getattr(nccl, "available", True):
         return None
     key = name[len("cupy.cuda.nccl."):]
-    line = compiled_signatures("cupy_backends.cuda.libs.nccl").get(key)
+    embedded = compiled_signatures("cupy_backends.cuda.libs.nccl")
+    line = embedded.get(key)
+    if line is None and f"{key}.__init__" in embedded:  # a class whose __init__ is declared
+        head, _, params = embedded[f"{key}.__init__"].partition("(self")
+        return _Embedded(f"{key}({params.lstrip(', ')}", "cupy_backends.cuda.libs.nccl"), False
     if line is None:
         raise AttributeError(f"cupy.cuda.nccl (compiled module, library not loaded) has no "
                              f"{key!r}")
     return _Embedded(line, "cupy_backends.cuda.libs.nccl"), "." in key
+
+
+def _elements(name, pname, descriptor):
+    """Why the items of a ``tuple[...]``/``list[...]`` argument are not what CuPy unpacks
+    there (``ELEMENTS``), or None."""
+    allowed = ELEMENTS.get((name, pname))
+    if allowed is None or "[" not in descriptor:
+        return None
+    items = descriptor.split("[", 1)[1].rstrip("]").split("|")
+    bad = [item for item in items if item and not item.startswith(allowed)
+           or item == "numpy.ndarray"]
+    return f"holds {', '.join(bad)}, which CuPy cannot pass to a kernel" if bad else None
 
 
 def _bind(sig, method, record):
@@ -296,7 +329,7 @@ def check_one(record):
             if param.annotation is inspect.Parameter.empty or not isinstance(value, str) \
                     or value == "<self>" or not isinstance(param.annotation, str):
                 continue
-            why = accepts(param.annotation, value, obj)
+            why = accepts(param.annotation, value, obj) or _elements(name, pname, value)
             if why:
                 problems.append(f"parameter {pname!r} {why}" if not why.startswith("unchecked")
                                 else f"parameter {pname!r}: {why}")
