@@ -381,3 +381,21 @@ def test_symbol_json_marks_numpy_shape_semantics():
     assert "is_np_shape" not in json.loads(net.tojson())["attrs"]
     assert mx.sym.fromjson(json.dumps({**json.loads(net.tojson()), "attrs": marked})) \
         .list_arguments() == net.list_arguments()
+
+
+def test_attrscope_and_namemanager_current_are_per_thread():
+    from hybridgpu.name import NameManager
+
+    try:
+        mx.AttrScope.current = mx.AttrScope(group="main")
+        assert mx.sym.var("v").attr("group") == "main"
+        assert _in_thread(lambda: mx.AttrScope.current.get(None)) == {}
+        manager = NameManager()
+        NameManager.current = manager
+        assert NameManager.current is manager
+        assert _in_thread(lambda: NameManager.current) is not manager
+        with pytest.raises(TypeError, match="AttrScope.current"):
+            mx.AttrScope.current = {"group": "x"}
+    finally:
+        mx.AttrScope.current = mx.AttrScope()
+        NameManager.current = NameManager()

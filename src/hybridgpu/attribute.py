@@ -15,7 +15,24 @@ __all__ = ["AttrScope", "current"]
 _local = threading.local()
 
 
-class AttrScope:
+class _AttrScopeType(type):
+    """AttrScope's metaclass: ``AttrScope.current`` reads or sets this thread's scope, as
+    MXNet 1.x's class attribute does."""
+
+    @property
+    def current(cls):
+        """This thread's AttrScope."""
+        return current()
+
+    @current.setter
+    def current(cls, scope):
+        if not isinstance(scope, AttrScope):
+            raise TypeError(f"AttrScope.current must be an AttrScope, got "
+                            f"{type(scope).__name__}")
+        _local.scope = scope
+
+
+class AttrScope(metaclass=_AttrScopeType):
     """Attributes for the symbols created in a ``with`` block; nested scopes merge, inner
     values win; attributes given to a symbol explicitly win over the scope's."""
 

@@ -19,7 +19,24 @@ __all__ = ["NameManager", "Prefix", "current"]
 _local = threading.local()
 
 
-class NameManager:
+class _NameManagerType(type):
+    """NameManager's metaclass: ``NameManager.current`` reads or sets this thread's manager,
+    as MXNet 1.x's class attribute does."""
+
+    @property
+    def current(cls):
+        """This thread's NameManager."""
+        return current()
+
+    @current.setter
+    def current(cls, manager):
+        if not isinstance(manager, NameManager):
+            raise TypeError(f"NameManager.current must be a NameManager, got "
+                            f"{type(manager).__name__}")
+        _local.manager = manager
+
+
+class NameManager(metaclass=_NameManagerType):
     """Hands out names: the given name if any, else ``hint`` plus a per-hint counter.
     A ``with`` block makes it the current manager of this thread."""
 
