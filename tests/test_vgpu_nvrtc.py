@@ -86,3 +86,34 @@ def test_command_line_reports_each_kernel(tmp_path, capsys):
     assert "row_sum: " in capsys.readouterr().out
     assert nvrtc_check.main([str(good), str(bad)]) == 1
     assert "ERROR" in capsys.readouterr().out
+
+
+def test_recorded_sources_compile_and_a_bad_one_fails(tmp_path, capsys):
+    import json
+
+    good = {"code": KERNELS["reduction_shared_shuffle"][0], "options": ["-std=c++17"],
+            "site": "runtime.py:1"}
+    fmad = {**good, "options": ["-std=c++17", "--fmad=false"], "site": "fused.py:2"}
+    (tmp_path / "cupy-sources-1.json").write_text(json.dumps([good, fmad, good]))
+    assert nvrtc_check.main(["--recorded", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 recorded sources compiled through CuPy for sm_90" in out and "fused.py:2" in out
+    bad = {"code": 'extern "C" __global__ void k(float* x) { x[0] = NAN; }\n',
+           "options": ["-std=c++17"], "site": "broken.py:3"}
+    (tmp_path / "cupy-sources-2.json").write_text(json.dumps([bad]))
+    assert nvrtc_check.main(["--recorded", str(tmp_path), "--jobs", "2"]) == 1
+    assert "ERROR source from broken.py:3" in capsys.readouterr().out
+
+
+def test_cupys_own_options_reach_nvrtc_and_the_patches_are_undone():
+    from cupy.cuda import compiler
+
+    before = (compiler._get_arch, compiler._get_arch_for_options_for_nvrtc, compiler.function)
+    report = nvrtc_check.compile_for_sm90(KERNELS["reduction_shared_shuffle"][0],
+                                          options=("-std=c++17", "--fmad=false"))
+    for option in ("-std=c++17", "--fmad=false", "-ftz=true", "-arch=sm_90",
+                   "--device-as-default-execution-space"):
+        assert option in report.options, (option, report.options)
+    assert any(o.startswith("-I") and o.endswith("include") for o in report.options)
+    assert (compiler._get_arch, compiler._get_arch_for_options_for_nvrtc,
+            compiler.function) == before

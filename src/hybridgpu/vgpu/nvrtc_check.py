@@ -18,7 +18,8 @@ raises ``NvrtcCompileError`` with NVRTC's log, the options and the numbered sour
 
 From the shell, ``python -m hybridgpu.vgpu.nvrtc_check [--max-spill N] file.cu ...`` prints
 the report of each file; ``--recorded DIR`` compiles every kernel source recorded there by
-``vgpu.recorder`` (exit status 1 on a compile error or more spill bytes than N).
+``vgpu.recorder``, ``--jobs N`` in N processes (exit status 1 on a compile error or more
+spill bytes than N).
 
 Example:
     >>> src = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }'
@@ -187,19 +188,31 @@ def recorded_sources(folder):
     return found
 
 
-def _report_one(label, source, options, max_spill):
+def _report_one(job):
+    """``(failures, printed text)`` of compiling one ``(label, source, options, max_spill)``
+    (a top-level function: worker processes run it)."""
+    label, source, options, max_spill = job
     try:
         report = compile_for_sm90(source, name=label, options=options)
     except NvrtcCompileError as err:
-        print(f"ERROR {label}\n{err}")
-        return 1
-    print(f"ok {label}: cubin {report.cubin_bytes} B")
+        return 1, f"ERROR {label}\n{err}"
+    lines = [f"ok {label}: cubin {report.cubin_bytes} B"]
     failed = 0
     for kernel in report.kernels.values():
-        print(f"   {kernel.name}: {kernel.registers} registers, {kernel.spill_bytes} B spill, "
-              f"{kernel.shared_bytes} B shared")
+        lines.append(f"   {kernel.name}: {kernel.registers} registers, {kernel.spill_bytes} B "
+                     f"spill, {kernel.shared_bytes} B shared")
         failed += kernel.spill_bytes > max_spill
-    return failed
+    return failed, "\n".join(lines)
+
+
+def _run_jobs(jobs, workers):
+    if workers <= 1 or len(jobs) <= 1:
+        yield from map(_report_one, jobs)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(_report_one, jobs)
 
 
 def main(argv=None):
@@ -211,15 +224,19 @@ def main(argv=None):
     parser.add_argument("files", nargs="*", help="CUDA C sources")
     parser.add_argument("--recorded", help="a folder of vgpu.recorder's cupy-sources-*.json")
     parser.add_argument("--max-spill", type=int, default=0, help="spill bytes allowed a kernel")
+    parser.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
     args = parser.parse_args(argv)
-    failed = 0
+    jobs = []
     for path in args.files:
         with open(path) as f:
-            failed += _report_one(path, f.read(), ("-std=c++17",), args.max_spill)
+            jobs.append((path, f.read(), ("-std=c++17",), args.max_spill))
     entries = recorded_sources(args.recorded) if args.recorded else []
-    for entry in entries:
-        failed += _report_one(f"source from {entry.get('site', '?')}", entry["code"],
-                              tuple(entry["options"]), args.max_spill)
+    jobs += [(f"source from {entry.get('site', '?')}", entry["code"], tuple(entry["options"]),
+              args.max_spill) for entry in entries]
+    failed = 0
+    for fails, text in _run_jobs(jobs, args.jobs):
+        print(text, flush=True)
+        failed += fails
     if args.recorded:
         print(f"{len(entries)} recorded sources compiled through CuPy for sm_{ARCH}")
     return 1 if failed else 0
