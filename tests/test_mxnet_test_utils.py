@@ -399,3 +399,15 @@ def test_attrscope_and_namemanager_current_are_per_thread():
     finally:
         mx.AttrScope.current = mx.AttrScope()
         NameManager.current = NameManager()
+
+
+def test_symbol_pickles_as_its_json():
+    import pickle
+
+    with mx.AttrScope(__group__="4"):
+        net = mx.sym.FullyConnected(mx.sym.Activation(mx.sym.var("data"), act_type="relu"),
+                                    num_hidden=10, name="fc")
+    back = pickle.loads(pickle.dumps([net, net.get_internals()]))
+    assert back[0].tojson() == net.tojson()
+    assert back[1].list_outputs() == net.get_internals().list_outputs()
+    assert back[0].attr_dict()["fc"]["__group__"] == "4"

@@ -260,6 +260,16 @@ class Symbol:
                                     given_attrs=node.given_attrs, extra=node.extra)
         return Symbol([Entry(clones[id(e.node)], e.index) for e in self._outputs])
 
+    def __reduce__(self):
+        # pickled as its MXNet JSON, as MXNet pickles a Symbol (the graph holds op functions)
+        return Symbol._from_json, (self.tojson(),)
+
+    @staticmethod
+    def _from_json(text):
+        from .json_format import fromjson
+
+        return fromjson(text)
+
     def __call__(self, *args, **kwargs):
         """A copy with variables replaced by other symbols (positional: in
         ``list_arguments`` order; keyword: by variable name)."""
