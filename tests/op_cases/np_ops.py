@@ -1,6 +1,7 @@
 """Cases for ``ops/np_ops.py``: the NumPy-semantics reductions (zero-dim results, int mean as
 float32), ``_npi_argmax``/``_npi_argmin`` (int64), ``_np_reshape``, ``_npi_tensordot`` and
-``_npi_matmul`` (broadcast batch axes), against NumPy, with gradients by finite differences."""
+``_npi_matmul`` (broadcast batch axes), ``_npi_zeros/ones/full`` (() and 0 dims), against
+NumPy, with gradients by finite differences."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ def _np_ref(fn, out_dtype=None):
         extra = {"ddof": ddof} if fn in (np.std, np.var) else {}
         out = np.asarray(fn(x, axis=axis, keepdims=keepdims, **extra))
         return out.astype(out_dtype or x.dtype)
+    return ref
+
+
+def _fill_ref(fill):
+    def ref(shape, dtype="float32", value=None):
+        return np.full(shape, fill if value is None else value).astype(dtype)
     return ref
 
 
@@ -60,6 +67,12 @@ def _cases():
         OpCase("_npi_matmul", shapes=[(2, 3, 4), (4, 5)], ref=np.matmul, id="broadcast"),
         OpCase("_npi_matmul", shapes=[(2, 1, 3, 4), (5, 4, 2)], ref=np.matmul, id="batch"),
     ]
+    for name, fill in (("_npi_zeros", 0.0), ("_npi_ones", 1.0), ("_npi_full", None)):
+        for attrs, tag in (({"shape": (2, 3)}, "f32"), ({"shape": ()}, "scalar"),
+                           ({"shape": (2, 0), "dtype": "int32"}, "zero-size")):
+            attrs = {**attrs, "value": 7.5} if fill is None else attrs
+            cases.append(OpCase(name, shapes=[], attrs=attrs, ref=_fill_ref(fill), grad=False,
+                                dtypes=("float32",), id=tag))
     return cases
 
 

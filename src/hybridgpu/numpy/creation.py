@@ -1,7 +1,7 @@
 """``mx.np`` creation functions: ``zeros, ones, full, empty, arange, linspace, eye,
-identity, zeros_like, ones_like, full_like, empty_like``, over the registry's creation ops
-(``_zeros``, ``_ones``, ``_full``, ``_arange``, ``_linspace``, ``_eye``). Float32 unless a
-dtype is given, as in MXNet 1.9.
+identity, zeros_like, ones_like, full_like, empty_like``, over the registry's creation
+ops (``_npi_zeros``, ``_npi_ones``, ``_npi_full``, ``_arange``, ``_linspace``, ``_eye``).
+Float32 unless a dtype is given, as in MXNet 1.9.
 
 Example:
     >>> arange(3), zeros((2,), dtype="int32"), full((2,), 7)
@@ -40,13 +40,13 @@ def _ctx(ctx, device):
 
 def zeros(shape, dtype=None, order="C", ctx=None, device=None):
     """An array of zeros (float32 by default)."""
-    return _dispatch.call("_zeros", [], {"shape": _shape(shape, "zeros"),
+    return _dispatch.call("_npi_zeros", [], {"shape": _shape(shape, "zeros"),
                                           "dtype": _dtype(dtype)}, ctx=_ctx(ctx, device))
 
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
     """An array of ones (float32 by default)."""
-    return _dispatch.call("_ones", [], {"shape": _shape(shape, "ones"),
+    return _dispatch.call("_npi_ones", [], {"shape": _shape(shape, "ones"),
                                          "dtype": _dtype(dtype)}, ctx=_ctx(ctx, device))
 
 
@@ -60,7 +60,7 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=No
     if hasattr(fill_value, "shape"):
         base = zeros(shape, dtype=dtype, ctx=ctx, device=device)
         return base + fill_value.astype(base.dtype)
-    return _dispatch.call("_full", [], {"shape": _shape(shape, "full"), "value": fill_value,
+    return _dispatch.call("_npi_full", [], {"shape": _shape(shape, "full"), "value": fill_value,
                                          "dtype": _dtype(dtype)}, ctx=_ctx(ctx, device))
 
 

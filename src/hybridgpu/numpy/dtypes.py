@@ -55,15 +55,9 @@ def divide_result(dtype):
 
 def creation_dtype(dtype, data=None):
     """The dtype ``np.array(data, dtype)`` gets: ``dtype`` when given, a NumPy array's own,
-    else float32 (booleans stay bool)."""
+    else float32 (Python booleans too, as in MXNet 1.9)."""
     if dtype is not None:
         return np.dtype(dtype)
     if isinstance(data, np.ndarray):
         return data.dtype
-    if isinstance(data, (bool, np.bool_)):
-        return np.dtype(np.bool_)
-    if data is not None and not isinstance(data, (int, float, complex, np.number)):
-        probe = np.asarray(data)
-        if probe.dtype.kind == "b":
-            return probe.dtype
     return DEFAULT

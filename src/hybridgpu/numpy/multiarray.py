@@ -206,12 +206,7 @@ def array(object, dtype=None, ctx=None, device=None):  # noqa: A002 (NumPy's arg
     try:
         host = onp.array(object, dtype=creation_dtype(dtype, object))
     except (TypeError, ValueError) as err:
-        raise MXNetError(f"np.array: cannot make an array from {type(object).__name__} "
-                         f"{object!r:.80}: {err}") from None
-    if host.dtype == object_dtype:
-        raise MXNetError(f"np.array: {object!r:.80} is not numeric")
+        raise MXNetError(f"np.array: cannot make a numeric array from "
+                         f"{type(object).__name__} {object!r:.80}: {err}") from None
     return from_host(host, ctx)
-
-
-object_dtype = onp.dtype(object)
 _dispatch._CLASS.append(ndarray)

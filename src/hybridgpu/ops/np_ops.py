@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attrs import Axis, Bool, DType, Int, Shape, Str
+from ..limits import check_elements
+from .attrs import Axis, Bool, DType, Float, Int, Shape, Str
 from .opdef import OpDef, register
 from .reduce import _extreme_grad, _mean_grad, _prod_grad, _sum_grad, reduction_axes
 
@@ -269,3 +270,34 @@ register(OpDef(
     infer_shape=_matmul_shape, grad=_matmul_grad, views=False,
     doc="Matrix product of stacks of matrices, batch axes broadcast (np.matmul; inputs of 2 "
         "or more dims: mx.np.matmul reshapes vectors around it)."))
+
+
+# -- creation -------------------------------------------------------------------------------
+
+def _np_fill(fill):
+    def compute(xp, shape=(), dtype="float32", value=0.0):
+        check_elements(shape, f"np.{fill}")
+        if fill == "full":
+            return xp.full(shape, np.dtype(dtype).type(value), dtype=dtype)
+        return getattr(xp, fill)(shape, dtype=dtype)
+    return compute
+
+
+def _np_fill_shape(attrs, in_shapes):
+    return list(in_shapes), [tuple(attrs["shape"])]
+
+
+def _np_fill_type(attrs, in_types):
+    return list(in_types), [attrs["dtype"]]
+
+
+_NP_FILL_ATTRS = {"shape": Shape(default=(), doc="the shape; () is a scalar's, 0 dims allowed"),
+                  "dtype": DType(default="float32", doc="the dtype of the output")}
+for _name, _fill in (("_npi_zeros", "zeros"), ("_npi_ones", "ones"), ("_npi_full", "full")):
+    _attrs = dict(_NP_FILL_ATTRS)
+    if _fill == "full":
+        _attrs["value"] = Float(doc="the fill value")
+    register(OpDef(
+        _name, inputs=(), attrs=_attrs, compute=_np_fill(_fill), infer_shape=_np_fill_shape,
+        infer_type=_np_fill_type, creation=True,
+        doc=f"np.{_fill}: NumPy shapes (() is a scalar's, 0 a zero-size axis)."))
