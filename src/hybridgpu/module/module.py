@@ -36,6 +36,7 @@ from ..kvstore import KVStore
 from ..kvstore import create as create_kvstore
 from ..model import load_checkpoint, save_checkpoint, split_params
 from ..serialization import ndarray_file
+from ..serialization.files import read_regular
 from ..symbol.executor import Executor, simple_bind
 from .base_module import BaseModule
 
@@ -402,8 +403,19 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
         else:
-            with open(fname, "rb") as f:
-                self._updater.set_states(f.read())
+            self._updater.set_states(read_regular(fname, "optimizer states file"))
+            self._check_loaded_states()
+
+    def _check_loaded_states(self):
+        """Loaded states must fit this module's parameters (index = parameter position),
+        checked now rather than at the next ``update()``."""
+        weights = {i: self._exec.arg_dict[n] for i, n in enumerate(self._param_names)}
+        extra = [i for i in self._updater.states if i not in weights]
+        if extra:
+            raise MXNetError(f"load_optimizer_states: the file holds states for indices "
+                             f"{extra[:5]}, but this module has {len(weights)} parameters "
+                             f"(indices 0 to {len(weights) - 1})")
+        self._updater.check_states(weights)
 
     # -- computation ----------------------------------------------------------------------
     def forward(self, data_batch, is_train=None):

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import warnings
@@ -38,7 +39,7 @@ from ..ndarray.utils import load_frombuffer
 from ..serialization import ndarray_file
 
 __all__ = ["FORMAT", "META_NAME", "encode_value", "decode_value", "pack_state", "unpack_state",
-           "dumps_states", "loads_states", "restore_optimizer"]
+           "dumps_states", "loads_states", "restore_optimizer", "check_state"]
 
 FORMAT = "hybridgpu.optimizer_states"
 VERSION = 1
@@ -232,6 +233,9 @@ def restore_optimizer(optimizer, config):
                          "; create the Trainer with the same optimizer to load them")
     _set_attrs(optimizer, config.get("attrs"))
     device = decode_value(config.get("current_device"))
+    if device is not None and (not isinstance(device, int) or isinstance(device, bool)):
+        raise MXNetError(f"optimizer states file: current_device {device!r} is not a device "
+                         "id")
     optimizer._index_update_count = optimizer._all_index_update_counts.setdefault(
         device if device is not None else 0, {})
     optimizer.lr_scheduler = _restored_scheduler(optimizer.lr_scheduler,
@@ -241,12 +245,104 @@ def restore_optimizer(optimizer, config):
 def _set_attrs(obj, attrs):
     """Set saved plain-data attributes; names of methods, properties and other class
     attributes that are not plain data are refused (a plain-data class default, such as
-    ``fused_updates``, may be overridden by the instance, as when it was saved)."""
+    ``fused_updates``, may be overridden by the instance, as when it was saved), and so is a
+    value whose kind differs from the attribute's current one (``lr="abc"``)."""
+    decoded = {}
     for name, value in _dict_body(attrs):
         if not name.isidentifier() or name.startswith("__") or not _plain_default(obj, name):
             raise MXNetError(f"optimizer states file: {name!r} cannot be restored as an "
                              f"attribute of {type(obj).__name__}")
-        setattr(obj, name, decode_value(value))
+        decoded[name] = decode_value(value)
+        _check_kind(obj, name, decoded[name])
+    if "_all_index_update_counts" in decoded:
+        _check_update_counts(decoded["_all_index_update_counts"])
+    for name, value in decoded.items():
+        setattr(obj, name, value)
+
+
+def _kind(value):
+    """The kind an attribute's value must keep: number, bool, str, tuple/list, dict."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, (tuple, list)):
+        return "sequence"
+    return type(value).__name__
+
+
+def _check_kind(obj, name, value):
+    """MXNetError when ``value`` cannot stand for ``obj.name`` (another kind of value than
+    the current one; None only where None is current; numbers finite unless current is not)."""
+    current = vars(obj).get(name, inspect.getattr_static(type(obj), name, _ABSENT))
+    where = f"optimizer states file: {type(obj).__name__}.{name}"
+    if current is _ABSENT or value is None and current is None:
+        return
+    if current is None:
+        if _kind(value) != "number":
+            raise MXNetError(f"{where} = {value!r}: expected a number or None")
+        return
+    if _kind(value) != _kind(current):
+        raise MXNetError(f"{where} = {str(value)[:60]!r}: expected a {_kind(current)} like "
+                         f"the current {current!r}")
+    if _kind(value) == "number" and not np.isfinite(value) and np.isfinite(current):
+        raise MXNetError(f"{where} = {value!r}: expected a finite number")
+
+
+def _check_update_counts(counts):
+    """``_all_index_update_counts``: {device: {index: count}} with counts >= 0 ints."""
+    ok = isinstance(counts, dict) and all(
+        isinstance(per, dict) and all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in per.values())
+        for per in counts.values())
+    if not ok:
+        raise MXNetError("optimizer states file: _all_index_update_counts must map each device "
+                         f"to {{index: update count}}, got {str(counts)[:80]!r}")
+
+
+def check_state(index, state, expected):
+    """MXNetError naming ``index`` when a loaded ``state`` does not have the structure,
+    shapes and dtypes of ``expected`` (what the optimizer creates for the weight now).
+
+    Example:
+        >>> import hybridgpu as mx
+        >>> check_state(0, mx.nd.zeros(2), mx.nd.zeros(2))
+        >>> check_state(3, [[mx.nd.zeros(2)]], mx.nd.zeros(2))
+        Traceback (most recent call last):
+        ...
+        hybridgpu.base.MXNetError: optimizer states: the state of index 3 is a list, but ...
+    """
+    problem = _mismatch(state, expected, "")
+    if problem is not None:
+        raise MXNetError(f"optimizer states: the state of index {index!r}{problem}; the "
+                         "states were saved for other parameters or another optimizer")
+
+
+def _describe(value):
+    if isinstance(value, NDArray):
+        return f"an array of shape {value.shape} {np.dtype(value.dtype).name}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _mismatch(state, expected, path):
+    if isinstance(expected, NDArray):
+        same = (isinstance(state, NDArray) and state.shape == expected.shape
+                and np.dtype(state.dtype) == np.dtype(expected.dtype))
+    elif isinstance(expected, (tuple, list)):
+        if isinstance(state, (tuple, list)) and len(state) == len(expected):
+            for k, (s, e) in enumerate(zip(state, expected)):
+                problem = _mismatch(s, e, f"{path}[{k}]")
+                if problem is not None:
+                    return problem
+            return None
+        same = False
+    else:
+        same = _kind(state) == _kind(expected) or expected is None and state is None
+    if same:
+        return None
+    return (f"{path} is {_describe(state)}, but the optimizer keeps "
+            f"{_describe(expected)}" + (f" of {len(expected)}" if isinstance(
+                expected, (tuple, list)) else "") + " there")
 
 
 def _plain_default(obj, name):
@@ -280,4 +376,17 @@ def _restored_scheduler(current, config):
                       "keeping the optimizer's current scheduler", stacklevel=3)
         return current
     _set_attrs(scheduler, config.get("attrs"))
+    _probe_scheduler(scheduler, name)
     return scheduler
+
+
+def _probe_scheduler(scheduler, name):
+    """Run a copy of the restored scheduler once, so fields it cannot use fail now, at load,
+    and not at the next step."""
+    try:
+        trial = copy.deepcopy(scheduler)
+        rate = trial(int(getattr(trial, "count", 0) or 0) + 1)
+        float(rate)
+    except Exception as err:  # noqa: BLE001 - any failure is a bad file, said as MXNetError
+        raise MXNetError(f"optimizer states file: the saved lr_scheduler {name!r} cannot run "
+                         f"with its saved fields ({type(err).__name__}: {err})") from None

@@ -61,7 +61,8 @@ class Updater:
             if idx not in self.states:
                 self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
                 self.states_synced[idx] = True
-            elif not self.states_synced[idx]:
+            elif not self.states_synced[idx]:  # loaded: check it fits, then move it
+                self.check_states({idx: w})
                 self.states[idx] = self.sync_state_context(self.states[idx], w.context)
                 self.states_synced[idx] = True
         if not self.aggregate_updates:
@@ -85,6 +86,16 @@ class Updater:
         if isinstance(state, (tuple, list)):
             return type(state)(self.sync_state_context(s, context) for s in state)
         return state
+
+    def check_states(self, weights):
+        """MXNetError naming the index when a loaded state does not fit its weight
+        (``weights``: index -> NDArray): compared with the state the optimizer would create,
+        in structure, shapes and dtypes. Loaded states of indices not in ``weights`` are
+        not checked."""
+        for idx, weight in weights.items():
+            if idx in self.states and not self.states_synced.get(idx, True):
+                expected = self.optimizer.create_state_multi_precision(idx, weight)
+                states_io.check_state(idx, self.states[idx], expected)
 
     def set_states(self, states):
         """Load states (and the optimizer's attributes, when saved with them) from bytes
