@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import numbers
 import os
@@ -69,20 +70,24 @@ class MXRecordIO:
 
     def open(self):
         """Open the file (``'w'`` truncates it)."""
-        self.handle = open(self.uri, "wb" if self.writable else "rb")  # noqa: SIM115
+        with _io_errors(self.uri, "open"):
+            self.handle = open(self.uri, "wb" if self.writable else "rb")  # noqa: SIM115
         self.is_open = True
         self.pid = os.getpid()
 
     def close(self):
-        """Close the file (safe to call twice)."""
+        """Close the file (safe to call twice; a write that fails only now, on a full disk,
+        raises MXNetError after the file is closed)."""
         if self.is_open:
-            self.handle.close()
             self.is_open = False
             self.pid = None
+            with _io_errors(self.uri, "close (writing buffered records)"):
+                self.handle.close()
 
     def __del__(self):
         if getattr(self, "is_open", False):
-            self.close()
+            with contextlib.suppress(MXNetError):  # nobody to tell: the writer is gone
+                self.close()
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -121,7 +126,8 @@ class MXRecordIO:
         """Append ``buf`` (bytes) as one record."""
         self._require("w", "write")
         self._check_pid(allow_reset=False)
-        write_record(self.handle, buf)
+        with _io_errors(self.uri, "write"):
+            write_record(self.handle, buf)
 
     def read(self):
         """The next record's bytes, or None after the last."""
@@ -151,7 +157,8 @@ class MXIndexedRecordIO(MXRecordIO):
         super().open()
         self.idx, self.keys = {}, []
         if self.writable:
-            self.fidx = open(self.idx_path, "w", encoding="utf-8")  # noqa: SIM115
+            with _io_errors(self.idx_path, "open"):
+                self.fidx = open(self.idx_path, "w", encoding="utf-8")  # noqa: SIM115
             return
         self.fidx = None
         with open(self.idx_path, encoding="utf-8") as f:
@@ -170,10 +177,13 @@ class MXIndexedRecordIO(MXRecordIO):
                 self.keys.append(key)
 
     def close(self):
-        if self.fidx is not None:
-            self.fidx.close()
-            self.fidx = None
-        super().close()
+        fidx, self.fidx = self.fidx, None
+        try:
+            if fidx is not None:
+                with _io_errors(self.idx_path, "close (writing the index)"):
+                    fidx.close()
+        finally:
+            super().close()
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -198,9 +208,20 @@ class MXIndexedRecordIO(MXRecordIO):
         self._require("w", "write_idx")
         offset = self.tell()
         self.write(buf)
-        self.fidx.write(f"{key}\t{offset}\n")
+        with _io_errors(self.idx_path, "write"):
+            self.fidx.write(f"{key}\t{offset}\n")
         self.idx[key] = offset
         self.keys.append(key)
+
+
+@contextlib.contextmanager
+def _io_errors(path, what):
+    """An OSError (a full disk, ``ulimit -f``, a missing folder) as MXNetError naming the
+    file and the operation, as MXNet reports its stream errors."""
+    try:
+        yield
+    except OSError as err:
+        raise MXNetError(f"MXRecordIO {path}: {what} failed: {err.strerror or err}") from err
 
 
 def pack(header, s):
