@@ -60,7 +60,7 @@ from ..kvstore import create as create_kvstore
 from ..kvstore.dist import DIST_TYPES, DistKVStore
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
-from ..serialization import ndarray_file
+from ..serialization import files, ndarray_file
 from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer", "StaleGradientError"]
@@ -240,8 +240,7 @@ class Trainer:
     def load_states(self, fname):
         """Load states written by ``save_states`` (by hybridgpu: MXNet's files are pickles,
         which are never loaded)."""
-        with open(fname, "rb") as f:
-            blob = f.read()
+        blob = files.read_regular(fname, "optimizer states file")
         states, config = opt.states_io.loads_states(blob)
         self._check_loaded_states(fname, states, config)
         for updater in self._updaters or [opt.get_updater(self._optimizer)]:
