@@ -242,7 +242,7 @@ def restore_optimizer(optimizer, config):
                                                  config.get("lr_scheduler"))
 
 
-def _set_attrs(obj, attrs):
+def _set_attrs(obj, attrs, defaults=None):
     """Set saved plain-data attributes; names of methods, properties and other class
     attributes that are not plain data are refused (a plain-data class default, such as
     ``fused_updates``, may be overridden by the instance, as when it was saved), and so is a
@@ -253,7 +253,7 @@ def _set_attrs(obj, attrs):
             raise MXNetError(f"optimizer states file: {name!r} cannot be restored as an "
                              f"attribute of {type(obj).__name__}")
         decoded[name] = decode_value(value)
-        _check_kind(obj, name, decoded[name])
+        _check_kind(obj, name, decoded[name], defaults or {})
     if "_all_index_update_counts" in decoded:
         _check_update_counts(decoded["_all_index_update_counts"])
     for name, value in decoded.items():
@@ -271,10 +271,12 @@ def _kind(value):
     return type(value).__name__
 
 
-def _check_kind(obj, name, value):
+def _check_kind(obj, name, value, defaults):
     """MXNetError when ``value`` cannot stand for ``obj.name`` (another kind of value than
-    the current one; None only where None is current; numbers finite unless current is not)."""
-    current = vars(obj).get(name, inspect.getattr_static(type(obj), name, _ABSENT))
+    the current one, or than ``defaults[name]`` for an object not yet initialized; None
+    only where None is current; numbers finite unless current is not)."""
+    current = vars(obj).get(name, defaults.get(name, inspect.getattr_static(
+        type(obj), name, _ABSENT)))
     where = f"optimizer states file: {type(obj).__name__}.{name}"
     if current is _ABSENT or value is None and current is None:
         return
@@ -371,6 +373,9 @@ def _restored_scheduler(current, config):
     elif name in lr_scheduler_module.__all__:
         klass = getattr(lr_scheduler_module, name)
         scheduler = klass.__new__(klass)
+        _set_attrs(scheduler, config.get("attrs"), _init_defaults(klass))
+        _probe_scheduler(scheduler, name)
+        return scheduler
     else:
         warnings.warn(f"lr_scheduler {name!r} saved with the optimizer states is unknown here; "
                       "keeping the optimizer's current scheduler", stacklevel=3)
@@ -378,6 +383,14 @@ def _restored_scheduler(current, config):
     _set_attrs(scheduler, config.get("attrs"))
     _probe_scheduler(scheduler, name)
     return scheduler
+
+
+def _init_defaults(klass):
+    """``{parameter: default}`` of ``klass.__init__`` (what a fresh instance would hold;
+    required parameters, such as a step that may be a number or a list, are left to the
+    trial run)."""
+    return {p.name: p.default for p in inspect.signature(klass.__init__).parameters.values()
+            if p.default is not p.empty}
 
 
 def _probe_scheduler(scheduler, name):
