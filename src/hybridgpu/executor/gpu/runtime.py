@@ -5,10 +5,11 @@ A call (the Executable contract of ``compiler.pipeline``):
 1. The replay stream (a non-blocking stream the executable owns) waits for an event recorded
    on the caller's current stream, so it sees the inputs the caller wrote.
 2. The staged inputs are copied device-to-device into their arena regions.
-3. The steps run. The first call runs them eagerly (compiling the kernels, creating the cuBLAS
-   handle); then each captured segment (a run of steps between eager ones) is captured into a
-   ``cupy.cuda.Graph`` without running. Every later call launches the graphs, with the eager
-   steps run between them. ``cuda_graph=False`` runs every call eagerly.
+3. The steps run. The first call runs them eagerly (compiling the kernels; GEMMs go through the
+   device's one cuBLAS handle, ``cublas.device_handle``); then each captured segment (a run of
+   steps between eager ones) is captured into a ``cupy.cuda.Graph`` without running. Every
+   later call launches the graphs, with the eager steps run between them.
+   ``cuda_graph=False`` runs every call eagerly.
 4. The outputs are copied out into fresh arrays (``static_output=True``: the arena's own
    buffers are returned, overwritten by the next call).
 5. The caller's stream waits for an event recorded on the replay stream.
