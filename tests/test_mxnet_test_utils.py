@@ -271,6 +271,19 @@ def test_verify_generator_passes_a_fair_sampler_and_fails_a_biased_one():
     assert min(discrete) >= 0
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32])
+def test_chi_square_counts_match_searchsorted_buckets(dtype):
+    # samples on, between and outside the edges; a gap between the 2nd and 3rd bucket
+    samples = np.arange(-3, 14).astype(dtype)
+    buckets = [(0, 2), (2, 5), (7, 9)]
+    _, observed, expected = tu.chi_square_check(lambda n: samples, buckets, [0.3, 0.3, 0.4],
+                                                nsamples=samples.size)
+    flat = np.array([e for b in buckets for e in b], dtype=np.float32)
+    ids = np.searchsorted(flat, samples, side="right") // 2
+    assert observed.tolist() == [int(np.sum(ids == i)) for i in range(3)]
+    assert expected.tolist() == [5, 5, 6]
+
+
 def test_mean_and_var_checks():
     np.random.seed(6)
     assert tu.mean_check(lambda n: np.random.normal(2.0, 3.0, size=n), 2.0, 3.0, 100000)

@@ -106,13 +106,21 @@ def _bucket_edges(buckets):
 
 
 def _observed(samples, buckets):
-    """Observed count per bucket (a bucket is a (low, high) range or one discrete value)."""
+    """Observed count per bucket (a bucket is a (low, high) range or one discrete value).
+
+    A sample falls in range bucket ``i`` when ``2i`` or ``2i + 1`` of the flat edges are at
+    most it (what ``np.searchsorted(edges, sample, side="right") // 2`` says), counted from
+    one comparison per edge: ``#{x >= edge}`` falls edge by edge.
+    """
     samples = np.asarray(samples.asnumpy() if hasattr(samples, "asnumpy") else samples)
     counts = np.zeros(len(buckets), dtype=np.int64)
     if isinstance(buckets[0], (list, tuple)):
-        ids = np.searchsorted(_bucket_edges(buckets), samples, side="right") // 2
+        edges = _bucket_edges(buckets).astype(np.float64)
+        values = samples.astype(np.float64, copy=False).ravel()
+        # at_least[k]: samples with at least k edges at or below them
+        at_least = [values.size] + [int(np.count_nonzero(values >= e)) for e in edges] + [0]
         for i in range(len(buckets)):
-            counts[i] = int(np.sum(ids == i))
+            counts[i] = at_least[2 * i] - at_least[2 * i + 2]
     else:
         for i, value in enumerate(buckets):
             counts[i] = int(np.sum(samples == value))
