@@ -1,4 +1,5 @@
-"""Cases for ``ops/contrib_box.py`` (box_nms and its backward op, box_iou) and
+"""Cases for ``ops/contrib_box.py`` (box_nms and its backward op, box_iou),
+``ops/contrib_attention.py`` (the interleaved self-attention matmuls, div_sqrt_dim) and
 ``ops/amp_cast.py`` (amp_cast, amp_multicast).
 
 The NMS reference is the definition written as plain loops: valid boxes (score above
@@ -136,4 +137,84 @@ CASES = [
            rtol=1e-3, atol=1e-3, id="narrow"),
     OpCase("amp_multicast", make=_mixed("int32", "float16"), attrs={"num_outputs": 2},
            ref=multicast_ref, grad=False, id="first-dtype"),
+]
+
+
+# -- ops/contrib_attention.py: the references slice q, k, v head by head ---------------------
+
+def _heads(qkv, heads):
+    """{(batch, head): (q, k, v)}, each (seq, dim), from the interleaved layout."""
+    seq, batch, width = qkv.shape
+    dim = width // (3 * heads)
+    parts = qkv.reshape(seq, batch, heads, 3, dim).astype(np.float64)
+    return {(b, h): tuple(parts[:, b, h, i] for i in range(3))
+            for b in range(batch) for h in range(heads)}, dim
+
+
+def qk_ref(qkv, heads):
+    parts, dim = _heads(qkv, heads)
+    batch = qkv.shape[1]
+    return np.stack([parts[b, h][0] @ parts[b, h][1].T / np.sqrt(dim)
+                     for b in range(batch) for h in range(heads)])
+
+
+def valatt_ref(qkv, attention, heads):
+    parts, dim = _heads(qkv, heads)
+    seq, batch = qkv.shape[:2]
+    out = np.zeros((seq, batch, heads, dim))
+    for b in range(batch):
+        for h in range(heads):
+            out[:, b, h] = attention[b * heads + h] @ parts[b, h][2]
+    return out.reshape(seq, batch, heads * dim)
+
+
+def _qkv_and(shape_extra):
+    def make(rng, dtype):
+        qkv = rng.uniform(-1, 1, (5, 2, 2 * 3 * 4)).astype(dtype)
+        return [qkv] + [rng.uniform(0, 1, s).astype(dtype) for s in shape_extra]
+    return make
+
+
+def qk_backward_ref(g, qkv, heads):
+    parts, dim = _heads(qkv, heads)
+    seq, batch = qkv.shape[:2]
+    out = np.zeros((seq, batch, heads, 3, dim))
+    for b in range(batch):
+        for h in range(heads):
+            q, k, _ = parts[b, h]
+            gi = g[b * heads + h] / np.sqrt(dim)
+            out[:, b, h, 0], out[:, b, h, 1] = gi @ k, gi.T @ q
+    return out.reshape(qkv.shape)
+
+
+def valatt_backward_ref(g, qkv, attention, heads):
+    parts, dim = _heads(qkv, heads)
+    seq, batch = qkv.shape[:2]
+    dqkv = np.zeros((seq, batch, heads, 3, dim))
+    datt = np.zeros(attention.shape)
+    gh = g.reshape(seq, batch, heads, dim)
+    for b in range(batch):
+        for h in range(heads):
+            v = parts[b, h][2]
+            datt[b * heads + h] = gh[:, b, h] @ v.T
+            dqkv[:, b, h, 2] = attention[b * heads + h].T @ gh[:, b, h]
+    return dqkv.reshape(qkv.shape), datt
+
+
+CASES += [
+    OpCase("_contrib_interleaved_matmul_selfatt_qk", make=_qkv_and([]), attrs={"heads": 2},
+           ref=qk_ref),
+    OpCase("_contrib_interleaved_matmul_selfatt_valatt", make=_qkv_and([(4, 5, 5)]),
+           attrs={"heads": 2}, ref=valatt_ref),
+    OpCase("_backward_interleaved_matmul_selfatt_qk",
+           make=lambda rng, dtype: [rng.uniform(-1, 1, (4, 5, 5)).astype(dtype),
+                                    rng.uniform(-1, 1, (5, 2, 24)).astype(dtype)],
+           attrs={"heads": 2}, ref=qk_backward_ref, grad=False),
+    OpCase("_backward_interleaved_matmul_selfatt_valatt",
+           make=lambda rng, dtype: [rng.uniform(-1, 1, (5, 2, 8)).astype(dtype),
+                                    rng.uniform(-1, 1, (5, 2, 24)).astype(dtype),
+                                    rng.uniform(0, 1, (4, 5, 5)).astype(dtype)],
+           attrs={"heads": 2}, ref=valatt_backward_ref, grad=False),
+    OpCase("_contrib_div_sqrt_dim", shapes=[(2, 3, 4)],
+           ref=lambda x: x / np.sqrt(x.shape[-1])),
 ]

@@ -237,9 +237,15 @@ class NDArray:
             return invoke(op, [self], op.parse_attrs({"shape": new_shape}))
         return NDArray(self._data.reshape(new_shape), self._ctx)
 
-    def reshape_like(self, other):
-        """A view with the shape of ``other``."""
-        return self.reshape(other.shape)
+    def reshape_like(self, other, **kwargs):
+        """A view with the shape of ``other``; with MXNet's ``lhs_begin``/``lhs_end``/
+        ``rhs_begin``/``rhs_end`` (GluonNLP's BERT), the ``reshape_like`` op over those axes."""
+        if not kwargs:
+            return self.reshape(other.shape)
+        from .imperative import invoke
+
+        op = ops.get("reshape_like")
+        return invoke(op, [self, other], op.parse_attrs(kwargs))
 
     def as_nd_ndarray(self):
         """This array (hybridgpu has one NDArray type)."""
@@ -347,6 +353,8 @@ class NDArray:
             value = to_device_array(value._data, value._ctx, self._ctx, copy=False)
         elif isinstance(value, np.ndarray) and self._ctx.is_gpu:
             value = to_device_array(value, None, self._ctx)
+        if getattr(value, "size", 0) == 1 and getattr(value, "ndim", 0) > 0:
+            value = value.reshape(())  # one element into one slot, as MXNet (d2lzh's corr2d)
         try:
             with self._ctx.scope():  # the array's device, whichever is current
                 self._data[self._index_key(key)] = value

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     activations,
     amp_cast,
     assign,
+    contrib_attention,
     contrib_box,
     contrib_nn,
     contrib_optim,

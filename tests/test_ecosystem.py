@@ -1,0 +1,193 @@
+"""GluonCV 0.10.5, GluonNLP 0.10.0 and d2lzh 1.0.0, unchanged, through the ``import mxnet``
+alias: each package imports, and one small model or helper of each runs (imperatively and
+hybridized). Equality with MXNet 1.9.1 on the same weights, model by model, is measured by
+``benchmarks/ecosystem_models.py`` (its table: benchmarks/results/ecosystem_models.md).
+
+The packages are optional: install them with
+``pip install --no-deps gluoncv==0.10.5.post0 gluonnlp==0.10.0 d2lzh==1.0.0`` and their light
+import-time dependencies (the ``[ecosystem]`` extra); without them these tests skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+import hybridgpu
+from hybridgpu import mxnet_alias
+
+INSTALL = ("pip install --no-deps gluoncv==0.10.5.post0 gluonnlp==0.10.0 d2lzh==1.0.0 and "
+           "pip install -e .[ecosystem]")
+
+
+def _needs(package):
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed ({INSTALL})")
+
+
+@pytest.fixture(scope="module")
+def mx():
+    """hybridgpu as ``mxnet`` for this module; the packages imported through it stay
+    loaded (they hold references to hybridgpu's modules only)."""
+    had = mxnet_alias.is_installed()
+    module = mxnet_alias.install()
+    yield module
+    if not had:
+        mxnet_alias.uninstall()
+        for name in [n for n in sys.modules
+                     if n.split(".")[0] in ("gluoncv", "gluonnlp", "d2lzh")]:
+            del sys.modules[name]
+
+
+def _outputs(out):
+    return [o.asnumpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+# -- GluonCV ----------------------------------------------------------------------------------
+
+def test_gluoncv_imports_and_its_blocks_are_hybridgpus(mx):
+    _needs("gluoncv")
+    import gluoncv
+
+    assert gluoncv._found_mxnet, "gluoncv's MXNet version check refused the alias"
+    net = gluoncv.model_zoo.get_model("cifar_resnet20_v1", pretrained=False)
+    assert isinstance(net, hybridgpu.gluon.HybridBlock)
+
+
+def test_gluoncv_cifar_resnet_hybridized_and_exported_equal(mx):
+    _needs("gluoncv")
+    import gluoncv
+
+    net = gluoncv.model_zoo.get_model("cifar_resnet20_v1", pretrained=False)
+    net.initialize(mx.init.Xavier())
+    x = mx.nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 3, 32, 32)))
+    eager = net(x).asnumpy()
+    assert eager.shape == (2, 10)
+    net.hybridize()
+    np.testing.assert_allclose(net(x).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    with tempfile.TemporaryDirectory() as tmp:
+        net.export(os.path.join(tmp, "cifar"))
+        loaded = mx.gluon.SymbolBlock.imports(os.path.join(tmp, "cifar-symbol.json"), "data",
+                                              os.path.join(tmp, "cifar-0000.params"))
+        np.testing.assert_allclose(loaded(x).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+
+
+def test_gluoncv_yolo3_detections_are_nms_ordered(mx):
+    """YOLOv3's head: box_nms over every class; kept detections come first, by score."""
+    _needs("gluoncv")
+    import gluoncv
+
+    net = gluoncv.model_zoo.get_model("yolo3_mobilenet0.25_voc", pretrained=False,
+                                      pretrained_base=False)
+    net.initialize()
+    ids, scores, boxes = _outputs(net(mx.nd.array(np.random.RandomState(1).rand(1, 3, 64, 64))))
+    assert ids.shape == scores.shape == (1, 100, 1) and boxes.shape == (1, 100, 4)
+    kept = ids[0, :, 0] >= 0
+    count = int(kept.sum())
+    assert count and kept[:count].all(), "kept rows must come first"
+    assert np.all(np.diff(scores[0, kept, 0]) <= 0), "kept rows must be by falling score"
+    assert set(np.unique(ids[0, kept, 0])) <= set(range(20))
+
+
+# -- GluonNLP ---------------------------------------------------------------------------------
+
+def test_gluonnlp_language_model_hybridized_equal(mx):
+    """(StandardRNN with dropout > 0 calls nd.Dropout in hybrid_forward: it cannot be
+    hybridized on MXNet either.)"""
+    _needs("gluonnlp")
+    import gluonnlp as nlp
+
+    net = nlp.model.StandardRNN("lstm", vocab_size=50, embed_size=8, hidden_size=8,
+                                num_layers=2, dropout=0.0, tie_weights=False)
+    net.initialize(mx.init.Xavier())
+    tokens = mx.nd.array(np.random.RandomState(2).randint(0, 50, (5, 2)))
+    state = net.begin_state(batch_size=2, func=mx.nd.zeros)
+    eager, _ = net(tokens, state)
+    assert eager.shape == (5, 2, 50)
+    net.hybridize()
+    hybrid, _ = net(tokens, state)
+    np.testing.assert_allclose(hybrid.asnumpy(), eager.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_gluonnlp_small_bert_hybridized_equal(mx):
+    """BERT's fused self-attention (interleaved_matmul_selfatt_*), valid lengths and the
+    masked-LM decoder (reshape_like over axis ranges)."""
+    _needs("gluonnlp")
+    import gluonnlp as nlp
+
+    encoder = nlp.model.BERTEncoder(num_layers=2, units=16, hidden_size=32, max_length=32,
+                                    num_heads=2, dropout=0.0)
+    net = nlp.model.BERTModel(encoder, vocab_size=30, token_type_vocab_size=2, units=16,
+                              embed_size=16, use_pooler=True, use_decoder=True,
+                              use_classifier=True)
+    net.initialize(mx.init.Normal(0.1))
+    rng = np.random.RandomState(5)
+    inputs = (mx.nd.array(rng.randint(0, 30, (2, 7))), mx.nd.zeros((2, 7)),
+              mx.nd.array([7, 5]), mx.nd.array([[1, 2], [3, 4]]))
+    eager = _outputs(net(*inputs))
+    assert [o.shape for o in eager] == [(2, 7, 16), (2, 16), (2, 2), (2, 2, 30)]
+    net.hybridize()
+    for got, want in zip(_outputs(net(*inputs)), eager):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_gluonnlp_bertadam_lowers_the_loss(mx):
+    """BERTAdam runs on the contrib AdamW update ops."""
+    _needs("gluonnlp")
+    import gluonnlp  # noqa: F401  (registers 'bertadam')
+
+    net = mx.gluon.nn.Dense(1, in_units=4)
+    net.initialize(mx.init.Xavier())
+    trainer = mx.gluon.Trainer(net.collect_params(), "bertadam", {"learning_rate": 0.05})
+    x = mx.nd.array(np.random.RandomState(3).rand(16, 4))
+    y = x.sum(axis=1, keepdims=True)
+    losses = []
+    for _ in range(20):
+        with mx.autograd.record():
+            loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        trainer.step(1)
+        losses.append(loss.asscalar())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+# -- d2lzh ------------------------------------------------------------------------------------
+
+def test_d2lzh_linear_regression_from_scratch(mx):
+    """The book's chapter 3 loop with d2lzh's data_iter, linreg, squared_loss and sgd."""
+    _needs("d2lzh")
+    import d2lzh as d2l
+
+    rng = np.random.RandomState(4)
+    features = mx.nd.array(rng.normal(size=(1000, 2)))
+    labels = features[:, 0] * 2 - features[:, 1] * 3.4 + 4.2
+    w, b = mx.nd.zeros((2, 1)), mx.nd.zeros((1,))
+    w.attach_grad()
+    b.attach_grad()
+    for _ in range(3):
+        for x, y in d2l.data_iter(10, features, labels):
+            with mx.autograd.record():
+                loss = d2l.squared_loss(d2l.linreg(x, w, b), y)
+            loss.backward()
+            d2l.sgd([w, b], 0.03, 10)
+    np.testing.assert_allclose(w.asnumpy().ravel(), [2, -3.4], atol=0.05)
+    np.testing.assert_allclose(b.asnumpy(), [4.2], atol=0.05)
+
+
+def test_d2lzh_corr2d_and_vocabulary(mx):
+    _needs("d2lzh")
+    import collections
+
+    import d2lzh as d2l
+
+    x = mx.nd.arange(12).reshape((3, 4))
+    k = mx.nd.array([[1, -1]])
+    want = x.asnumpy()[:, :-1] - x.asnumpy()[:, 1:]
+    np.testing.assert_array_equal(d2l.corr2d(x, k).asnumpy(), want)
+    vocab = d2l.text.vocab.Vocabulary(collections.Counter("abbccc"), min_freq=2)
+    assert vocab.idx_to_token == ["<unk>", "c", "b"]
