@@ -162,3 +162,13 @@ def test_outside_numpy_mode_f_is_nd():
     block = nn.Dense(2, in_units=2)
     block.initialize()
     assert type(block(mx.nd.ones((1, 2)))) is mx.nd.NDArray
+
+
+def test_dataloader_gives_np_batches_in_numpy_mode(numpy_mode):
+    x, y = np.arange(12).reshape(6, 2), np.array([0, 1, 0, 1, 1, 0])
+    loader = gluon.data.DataLoader(gluon.data.ArrayDataset(x, y), batch_size=4)
+    batches = list(loader)
+    assert all(isinstance(a, np.ndarray) for batch in batches for a in batch)
+    assert [b[0].shape for b in batches] == [(4, 2), (2, 2)] and batches[0][1].shape == (4,)
+    host = gluon.data.DataLoader(gluon.data.ArrayDataset(onp.ones((3, 2))), batch_size=3)
+    assert isinstance(next(iter(host)), np.ndarray)

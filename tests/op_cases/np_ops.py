@@ -67,6 +67,12 @@ def _cases():
         OpCase("_npi_matmul", shapes=[(2, 3, 4), (4, 5)], ref=np.matmul, id="broadcast"),
         OpCase("_npi_matmul", shapes=[(2, 1, 3, 4), (5, 4, 2)], ref=np.matmul, id="batch"),
     ]
+    cases += [
+        OpCase("_np_cumsum", shapes=[(3, 4)], attrs={"axis": 1},
+               ref=lambda a, axis=None, dtype=None: np.cumsum(a, axis=axis)),
+        OpCase("_np_cumsum", shapes=[(2, 3)], id="flat",
+               ref=lambda a, axis=None, dtype=None: np.cumsum(a)),
+    ]
     for name, fill in (("_npi_zeros", 0.0), ("_npi_ones", 1.0), ("_npi_full", None)):
         for attrs, tag in (({"shape": (2, 3)}, "f32"), ({"shape": ()}, "scalar"),
                            ({"shape": (2, 0), "dtype": "int32"}, "zero-size")):

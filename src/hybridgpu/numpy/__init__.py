@@ -23,6 +23,8 @@ from . import linalg, random
 from . import methods as _methods  # noqa: F401  (attaches the operators and methods)
 from .creation import *  # noqa: F403
 from .creation import __all__ as _creation_all
+from .extra import *  # noqa: F403
+from .extra import __all__ as _extra_all
 from .manipulation import *  # noqa: F403
 from .manipulation import __all__ as _manipulation_all
 from .math import BINARY as _BINARY
@@ -48,4 +50,4 @@ pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
 
 __all__ = ["ndarray", "array", "asarray", "linalg", "random", "dot", "matmul", "tensordot",
            "clip", "where", "logical_not", "divide", "remainder", *_creation_all,
-           *_manipulation_all, *_reduce_all, *_UNARY, *_BINARY]
+           *_manipulation_all, *_reduce_all, *_extra_all, *_UNARY, *_BINARY]

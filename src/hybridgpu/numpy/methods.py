@@ -16,6 +16,7 @@ import numpy as onp
 from ..ndarray import NDArray
 from ..ndarray.ndarray import check_not_recorded
 from . import _dispatch
+from . import extra as _extra
 from . import manipulation as _shape
 from . import math as _math
 from . import reduce as _reduce
@@ -91,7 +92,8 @@ _METHODS = {
     "swapaxes": _shape.swapaxes, "squeeze": _shape.squeeze, "repeat": _shape.repeat,
     "tile": _shape.tile, "flip": _shape.flip, "broadcast_to": _shape.broadcast_to,
     "expand_dims": _shape.expand_dims, "split": _shape.split,
-    "clip": _math.clip, "dot": _math.dot,
+    "clip": _math.clip, "dot": _math.dot, "cumsum": _extra.cumsum, "sort": _extra.sort,
+    "argsort": _extra.argsort, "take": _extra.take,
     "abs": _math.make_unary("abs"), "exp": _math.make_unary("exp"),
     "log": _math.make_unary("log"), "sqrt": _math.make_unary("sqrt"),
     "square": _math.make_unary("square"), "sign": _math.make_unary("sign"),

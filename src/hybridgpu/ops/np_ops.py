@@ -301,3 +301,39 @@ for _name, _fill in (("_npi_zeros", "zeros"), ("_npi_ones", "ones"), ("_npi_full
         _name, inputs=(), attrs=_attrs, compute=_np_fill(_fill), infer_shape=_np_fill_shape,
         infer_type=_np_fill_type, creation=True,
         doc=f"np.{_fill}: NumPy shapes (() is a scalar's, 0 a zero-size axis)."))
+
+
+# -- cumsum ---------------------------------------------------------------------------------
+
+def _cumsum_compute(xp, x, axis=None, dtype=None):
+    out = xp.cumsum(x.reshape(-1) if axis is None else x, axis=0 if axis is None else axis)
+    return out.astype(dtype or x.dtype, copy=False)
+
+
+def _cumsum_shape(attrs, in_shapes):
+    shape = in_shapes[0]
+    if shape is None:
+        return in_shapes, [None]
+    if attrs["axis"] is None:
+        size = 1
+        for d in shape:
+            size *= d
+        return in_shapes, [(size,)]
+    return in_shapes, [shape]
+
+
+def _cumsum_grad(F, ins, outs, gouts, axis=None, dtype=None):
+    """The gradient of a running sum is the running sum from the other end."""
+    x, g = ins[0], gouts[0]
+    along = 0 if axis is None else axis
+    back = F.flip(F._np_cumsum(F.flip(g, axis=along), axis=along), axis=along)
+    return [F._np_reshape(back, newshape=x.shape) if axis is None else back]
+
+
+register(OpDef(
+    "_np_cumsum", inputs=("a",),
+    attrs={"axis": Int(default=None, doc="the axis; None flattens first"),
+           "dtype": DType(default=None, doc="the result dtype")},
+    compute=_cumsum_compute, infer_shape=_cumsum_shape,
+    infer_type=lambda attrs, t: (list(t), [attrs["dtype"] or t[0]]), grad=_cumsum_grad,
+    views=False, doc="Running sum along an axis (np.cumsum)."))

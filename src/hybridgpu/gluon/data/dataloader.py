@@ -35,6 +35,9 @@ import numpy as np
 from ... import ndarray as nd
 from ...context import Context, current_context
 from ...ndarray import NDArray
+from ...numpy._dispatch import wrap as to_numpy_array
+from ...util import is_np_array
+from ..numpy_mode import NumpyArray
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn"]
@@ -51,7 +54,8 @@ def _stack_ndarrays(data):
             raise ValueError(f"default_batchify_fn: samples in a batch must have the same shape, "
                              f"got {_describe(data[0])} and {_describe(sample)}; pad them or "
                              "pass your own batchify_fn")
-    return nd.stack(*data)
+    out = nd.stack(*data)
+    return to_numpy_array(out) if isinstance(data[0], NumpyArray) or is_np_array() else out
 
 
 def default_batchify_fn(data):
@@ -82,7 +86,8 @@ def default_batchify_fn(data):
         raise TypeError(f"default_batchify_fn cannot batch samples of type "
                         f"{type(first).__name__} (NumPy dtype {array.dtype}); pass your own "
                         "batchify_fn")
-    return nd.array(array, dtype=array.dtype)
+    out = nd.array(array, dtype=array.dtype)
+    return to_numpy_array(out) if is_np_array() else out  # mx.np batches in NumPy mode
 
 
 def _as_in_context(data, ctx):
