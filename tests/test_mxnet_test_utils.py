@@ -424,3 +424,14 @@ def test_symbol_pickles_as_its_json():
     assert back[0].tojson() == net.tojson()
     assert back[1].list_outputs() == net.get_internals().list_outputs()
     assert back[0].attr_dict()["fc"]["__group__"] == "4"
+
+
+def test_module_forward_takes_any_batch_with_data():
+    from collections import namedtuple
+
+    batch = namedtuple("Batch", ["data"])  # no .label, as MXNet allows
+    mod = mx.mod.Module(symbol=mx.sym.var("data") * 2, label_names=None)
+    mod.bind(data_shapes=[("data", (1, 10))])
+    mod.init_params()
+    mod.forward(batch([mx.nd.ones((3, 5))]))
+    assert mod.get_outputs()[0].asnumpy().tolist() == [[2.0] * 5] * 3

@@ -437,9 +437,10 @@ class Module(BaseModule):
             DataDesc(d.name, shape, d.dtype, d.layout)
             for d, shape in zip(self._data_shapes, new_shapes)]
         label_descs = getattr(data_batch, "provide_label", None)
-        if not label_descs and data_batch.label and self._label_shapes:
+        labels = getattr(data_batch, "label", None)  # any object with .data is a batch
+        if not label_descs and labels and self._label_shapes:
             label_descs = [DataDesc(d.name, lb.shape, d.dtype, d.layout)
-                           for d, lb in zip(self._label_shapes, data_batch.label)]
+                           for d, lb in zip(self._label_shapes, labels)]
         return data_descs, label_descs or None
 
     def backward(self, out_grads=None):
