@@ -6,10 +6,14 @@ own C type, a Python int as ``long long`` (int64), a Python float as ``double``,
 ``bool``. Each is checked against the kernel's declared parameter (parsed from the source):
 a mismatch raises TypeError naming the kernel and the argument, where CUDA would silently read
 garbage. Pointer parameters of a scalar type must get arrays of that dtype (``void*``/``char*``
-take any), vector pointers (``float4*``...) 16-byte aligned data. The launch is checked against
-CUDA's limits, runs on the current stream (recorded there while it captures) and reports a
-memory fault or misaligned vector access as ``MemoryFaultError`` naming the kernel, the block,
-the thread and where the address lies.
+take any), vector pointers (``float4*``...) 16-byte aligned data. ``grid``, ``block`` and
+``options`` must be tuples, as CuPy's Cython declares them (each dimension launched as
+``max(1, d)``, as CuPy does). The launch is checked against CUDA's limits, the kernel's
+``__launch_bounds__`` and shared memory (launch_facts.py), runs on the current stream
+(recorded there while it captures; queued in the async mode), in the block and thread order
+of the ordering modes (ordering.py), and reports a memory fault or misaligned vector access as
+``MemoryFaultError`` naming the kernel, the block, the thread and where the address lies;
+threads meeting at different barriers as ``BarrierError``.
 
 Example:
     >>> from hybridgpu import vgpu
