@@ -33,7 +33,7 @@ from .. import optimizer as opt
 from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.ndarray import to_device_array
-from ..serialization import ndarray_file
+from ..serialization import files, ndarray_file
 from . import device_reduce
 
 __all__ = ["KVStore"]
@@ -212,8 +212,7 @@ class KVStore:
         if self._updater is None:
             raise MXNetError("kvstore.load_optimizer_states: no optimizer; call "
                              "set_optimizer first")
-        with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+        self._updater.set_states(files.read_regular(fname, "optimizer states file"))
 
     def barrier(self):
         """Wait for every worker (one process: returns at once)."""
