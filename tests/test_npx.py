@@ -172,3 +172,20 @@ def test_dataloader_gives_np_batches_in_numpy_mode(numpy_mode):
     assert [b[0].shape for b in batches] == [(4, 2), (2, 2)] and batches[0][1].shape == (4,)
     host = gluon.data.DataLoader(gluon.data.ArrayDataset(onp.ones((3, 2))), batch_size=3)
     assert isinstance(next(iter(host)), np.ndarray)
+
+
+def test_state_from_a_freed_graph_is_a_constant(numpy_mode):
+    """d2l's RNN loop feeds the state of the last step into the next recorded step: as in
+    MXNet, the gradient stops there (the head's own graph still refuses a second backward)."""
+    w = np.array([2.0])
+    w.attach_grad()
+    with autograd.record():
+        state = w * 3
+        loss = state.sum()
+    loss.backward()
+    with autograd.record():
+        loss = (state * w).sum()
+    loss.backward()
+    onp.testing.assert_allclose(w.grad.asnumpy(), [6.0])  # d/dw (state * w), state constant
+    with pytest.raises(mx.MXNetError, match="freed.*retain_graph=True"):
+        loss.backward()

@@ -40,8 +40,9 @@ def _topological(heads):
                              "an earlier backward; pass retain_graph=True to the first one to "
                              "call backward twice")
         stack.append((node, True))
-        for x in node.inputs:
-            if x._ag is not None and x._ag.node is not None and id(x._ag.node) not in seen:
+        for x in node.inputs:  # an input made by a freed graph is a constant, as in MXNet
+            if x._ag is not None and x._ag.node is not None and not x._ag.node.freed \
+                    and id(x._ag.node) not in seen:
                 stack.append((x._ag.node, False))
     return order
 
@@ -89,7 +90,7 @@ def run_backward(heads, head_grads, F, retain_graph=False, create_graph=False):
             if x._ag.node is None:
                 leaves[id(x)] = x
                 _add(leaf_grads, id(x), g)
-            else:
+            elif not x._ag.node.freed:
                 _add(node_grads, (id(x._ag.node), x._ag.index), g)
     if not retain_graph:
         for node in order:
