@@ -26,6 +26,7 @@ PACKAGE = "hybridgpu"
 LAYERS = (
     "base",           # MXNetError, the dtype-flag table
     "util",           # mx.util: the NumPy-semantics switches, environment access
+    "runtime",        # mx.runtime: which of MXNet's build features are here
     "registry",       # mx.registry: name -> class tables (GluonNLP's factories)
     "limits",         # size caps for what files ask to allocate
     "safe_text",      # names from files made safe to print or generate
