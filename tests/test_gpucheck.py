@@ -354,3 +354,38 @@ def test_targets_leave_the_gpu_tests_their_time(tmp_path, monkeypatch):
     assert not ran and "skipped" in result["targets"][0]
     assert result["verdicts"][0][3] == "skipped (no time left)"
     assert result["tests"]["summary"].startswith("not run") and code == 0
+
+
+@pytest.mark.gpu
+def test_each_verdict_is_printed_as_known_and_the_tests_get_the_rest(tmp_path, monkeypatch,
+                                                                     capsys):
+    import hybridgpu.gpucheck as gpucheck
+    from hybridgpu.gpucheck import targets
+
+    def broken(ctx, quick, opts, torch):
+        raise RuntimeError("no cuBLAS")
+
+    def timed(ctx, quick, opts, torch):
+        assert "[verdict] broken: error" in capsys.readouterr().err  # printed before this ran
+        return {"name": "resnet18", "hybridized": {"median_us": 100.0},
+                "torch_cuda_graph": {"median_us": 90.0}}
+
+    given = {}
+
+    def tests(timeout, log_dir=None):
+        given.update(timeout=timeout, log_dir=log_dir)
+        return {"returncode": 0, "summary": "3 passed", "tail": ""}
+
+    monkeypatch.setitem(targets.TARGETS, "broken", broken)
+    monkeypatch.setitem(targets.TARGETS, "timed", timed)
+    monkeypatch.setattr(gpucheck, "CHECKS", {})
+    monkeypatch.setattr(gpucheck, "run_gpu_tests", tests)
+    code = gpucheck.main(["--only", "broken", "timed", "--budget", "200", "--test-reserve", "10",
+                          "--out", str(tmp_path)])
+    assert code == 1  # a target failed
+    assert "[verdict] resnet18 vs PyTorch CUDA graph: 1.11x (wanted <= 1.2x) met" in \
+        capsys.readouterr().err
+    assert 150 < given["timeout"] <= 195 and given["log_dir"] == str(tmp_path / "tests")
+    result = json.loads(next(tmp_path.glob("gpucheck-*.json")).read_text())
+    assert result["tests"]["summary"] == "3 passed"
+    assert "[tests] 3 passed" in (tmp_path / "gpucheck.log").read_text()
