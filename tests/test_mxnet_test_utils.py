@@ -435,3 +435,18 @@ def test_module_forward_takes_any_batch_with_data():
     mod.init_params()
     mod.forward(batch([mx.nd.ones((3, 5))]))
     assert mod.get_outputs()[0].asnumpy().tolist() == [[2.0] * 5] * 3
+
+
+def test_runtime_features_say_what_hybridgpu_offers():
+    import importlib.util
+
+    from hybridgpu import runtime
+
+    features = runtime.Features()
+    assert list(features) == list(runtime.FEATURE_NAMES)
+    assert features.is_enabled("cuda") == (importlib.util.find_spec("cupy") is not None)
+    assert features.is_enabled("PROFILER") and not features.is_enabled("CUDNN")
+    assert not features.is_enabled("INT64_TENSOR_SIZE")
+    with pytest.raises(RuntimeError, match="unknown"):
+        features.is_enabled("WARP_DRIVE")
+    assert repr(features["PROFILER"]) == "✔ PROFILER"

@@ -61,8 +61,7 @@ SURFACE = {
     "library": ("missing", "loading MXNet C++ extension libraries (.so) cannot work without "
                 "libmxnet; write a CustomOp (mx.operator) instead"),
     "libinfo": ("missing", "there is no libmxnet shared library to find"),
-    "runtime": ("missing", "MXNet's build feature flags describe libmxnet; see "
-                "hybridgpu.__version__ and mx.context.num_gpus()"),
+    "runtime": ("supported", ""),
     "tvmop": ("missing", "TVM-generated operators are not ported"),
     "torch": ("missing", "MXNet's Lua Torch bridge was removed long ago"),
     "th": ("missing", "MXNet's Lua Torch bridge was removed long ago"),
