@@ -7,7 +7,7 @@ Example:
     array([0., 2.], dtype=float32)
 """
 
-from . import _internal, contrib, linalg, methods, operators, random  # noqa: F401  (attach methods)
+from . import _internal, contrib, image, linalg, methods, operators, random  # noqa: F401  (attach methods)
 from .creation import *  # noqa: F403
 from .creation import __all__ as _creation_all
 from .imperative import invoke
@@ -27,6 +27,7 @@ from .splitting import split_v2  # noqa: E402
 from .ufunc import *  # noqa: E402, F403
 from .utils import *  # noqa: E402, F403
 
-__all__ = ["NDArray", "invoke", "_internal", "contrib", "linalg", "random", "split_v2", "histogram",
+__all__ = ["NDArray", "invoke", "_internal", "contrib", "image", "linalg", "random", "split_v2",
+           "histogram",
            *_creation_all,
            *_ufunc_all, *_utils_all]

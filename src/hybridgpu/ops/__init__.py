@@ -23,6 +23,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     elemwise_binary,
     elemwise_unary,
     histogram,
+    image,
     index,
     join,
     linalg,

@@ -20,7 +20,7 @@ def namespace_of(name):
         (('linalg', 'gemm2'), ('', 'relu'))
     """
     for prefix, module in (("_linalg_", "linalg"), ("_random_", "random"),
-                           ("_contrib_", "contrib")):
+                           ("_contrib_", "contrib"), ("_image_", "image")):
         if name.startswith(prefix):
             return module, name[len(prefix):]
     return "", name

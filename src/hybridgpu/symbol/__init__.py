@@ -8,7 +8,7 @@ Example:
     '_plusscalar0'
 """
 
-from . import _internal, contrib, linalg, random
+from . import _internal, contrib, image, linalg, random
 from .register import Group, Variable, populate, var
 from .symbol import NotAvailableOnSymbol, Symbol
 
@@ -23,4 +23,4 @@ from .functions import __all__ as _functions_all  # noqa: E402
 from .json_format import fromjson, load, load_json  # noqa: E402
 
 __all__ = ["Symbol", "NotAvailableOnSymbol", "var", "Variable", "Group", "_internal",
-           "contrib", "linalg", "random", "load", "load_json", "fromjson", *_functions_all]
+           "contrib", "image", "linalg", "random", "load", "load_json", "fromjson", *_functions_all]

@@ -1,0 +1,5 @@
+"""Image ops (``_image_*`` in MXNet), as ``mx.nd.image``: ``to_tensor``, ``normalize``."""
+
+from .register import populate
+
+populate(globals(), "image")
