@@ -222,8 +222,9 @@ def test_save_rejects_what_mxnet_rejects(tmp_path):
         nd.save(path, {"w": nd.array([1], dtype="int16")})
     with pytest.raises(MXNetError, match="not valid UTF-8"):
         nd.save(path, {"bad\ud800": a})
-    with pytest.raises(MXNetError, match="33 dims; at most 32"):
-        nd.save(path, [nd.array(np.zeros((1,) * 33))])
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # NumPy 1.x stops at 32 dims itself
+        with pytest.raises(MXNetError, match="33 dims; at most 32"):
+            nd.save(path, [nd.array(np.zeros((1,) * 33))])
     assert not path.exists() and list(tmp_path.iterdir()) == []
 
 

@@ -92,7 +92,26 @@ def from_dlpack(dlpack):
         ctx = gpu(device[1])
         with ctx.scope():
             return NDArray(ctx.xp.from_dlpack(dlpack), ctx)
-    return NDArray(np.from_dlpack(dlpack), cpu(0))
+    return NDArray(_writable(np.from_dlpack(dlpack)), cpu(0))
+
+
+class _SharedMemory:
+    """A NumPy array interface over ``array``'s memory, marked writeable, keeping ``array``
+    (and so the DLPack deleter it holds) alive."""
+
+    def __init__(self, array):
+        interface = dict(array.__array_interface__)
+        interface["data"] = (interface["data"][0], False)
+        self.__array_interface__ = interface
+        self.array = array
+
+
+def _writable(array):
+    """``array``, writeable: NumPy before 2.1 marks every DLPack import read-only (DLPack had
+    no read-only flag), while MXNet's ``from_dlpack`` shares memory both ways."""
+    if array.flags.writeable or array.size == 0:
+        return array
+    return np.asarray(_SharedMemory(array))
 
 
 # -- nd.save / nd.load: MXNet's .params format (see hybridgpu.serialization.ndarray_file) -------

@@ -76,7 +76,11 @@ def default_batchify_fn(data):
     if isinstance(first, tuple):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
     try:
-        array = np.asarray(data)
+        with warnings.catch_warnings():  # NumPy 1.x makes ragged samples an object array
+            warnings.simplefilter("ignore")
+            array = np.asarray(data)
+        if array.dtype == object and len({np.shape(s) for s in data}) > 1:
+            raise ValueError("ragged")
     except ValueError:
         shapes = sorted({_describe(np.asarray(s)) for s in data})
         raise ValueError(f"default_batchify_fn: samples in a batch must have the same shape, "
