@@ -75,7 +75,8 @@ def _bn_applies(graph, i, node, readers, is_train):
 def _batchnorm(graph, i, node, rw):
     a, shape = node.attrs, graph.shapes[(i, 0)]
     x, gamma, beta, mean, var = (rw.entry(e) for e in node.inputs)
-    n, ax = node.name, normalize_axis(a["axis"], len(shape), node.op.name)
+    # (SyncBatchNorm has no axis attribute: its channel axis is 1)
+    n, ax = node.name, normalize_axis(a.get("axis", 1), len(shape), node.op.name)
     data_dtype = str(graph.dtypes[graph.key(node.inputs[0])])
     param_dtype = str(graph.dtypes[graph.key(node.inputs[3])])
     if data_dtype != param_dtype:  # float16 data, float32 statistics: computed as the op does
