@@ -178,16 +178,21 @@ def compare(args):
 
 
 def _equal(value):
-    return "yes" if value <= TOLERANCE else f"NO ({value:.1e})"
+    return f"{'yes' if value <= TOLERANCE else 'NO'} ({value:.1e})"
 
 
 def _write_table(rows, path):
     lines = ["# GluonCV models on hybridgpu vs MXNet 1.9.1", "",
+             "Command: `.oracle/bin/python benchmarks/ecosystem_models.py mxnet --dir D`, "
+             "then `python benchmarks/ecosystem_models.py hybridgpu --dir D --table "
+             "benchmarks/results/ecosystem_models.md`.", "",
              "Written by `benchmarks/ecosystem_models.py` (cpu, float32, `pretrained=False`, "
              "MXNet's Xavier-initialized weights loaded into both). *Equal* means max |diff| "
              f"<= {TOLERANCE} x max |MXNet output|; hybridized and export are compared with "
-             "hybridgpu's imperative output. Seconds per forward: hybridized, back to back "
-             "on a shared 2-core machine (MXNet: `static_alloc=True, static_shape=True`).", "",
+             "hybridgpu's imperative output; the number in brackets is max |diff| / scale. "
+             "Seconds per forward: hybridized, batch as in the table's input, on a shared "
+             "2-core machine under other jobs' load (rough; MXNet: `static_alloc=True, "
+             "static_shape=True`).", "",
              "| family | model | equal to MXNet | hybridized | export/import | s/forward | "
              "MXNet s/forward |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -212,9 +217,15 @@ def main(argv=None):
     parser.add_argument("--table", help="pass 2: write the Markdown table here")
     parser.add_argument("--only", nargs="*", help="model names to run")
     parser.add_argument("--verbose", action="store_true", help="print tracebacks")
+    parser.add_argument("--from-log", help="pass 2: only write --table from the JSON rows "
+                        "a previous pass 2 printed (one per line) in this file")
     args = parser.parse_args(argv)
     if args.side == "mxnet":
         reference(args)
+    elif args.from_log:
+        with open(args.from_log) as f:
+            rows = [json.loads(line) for line in f if line.startswith("{")]
+        _write_table(rows, args.table)
     else:
         compare(args)
     return 0
