@@ -23,6 +23,7 @@ import numbers
 import numpy as np
 
 from .. import ops
+from ..base import ArgumentTypeError
 from .imperative import invoke
 from .ndarray import NDArray, check_not_recorded
 
@@ -60,12 +61,23 @@ _INPLACE_SYMBOL = {"broadcast_add": "+=", "broadcast_sub": "-=", "broadcast_mul"
                    "broadcast_div": "/=", "broadcast_mod": "%=", "broadcast_power": "**="}
 
 
+def _refuse_numpy_array(other):
+    """MXNet's TypeError for an NDArray combined with a NumPy array, raised here rather than
+    left to NumPy's reflected operator (NumPy 1.x turns a failed ``==`` into ``False``)."""
+    if isinstance(other, np.ndarray):
+        raise ArgumentTypeError(
+            f"type {type(other)} not supported: an NDArray combines only with NDArrays and "
+            "numbers; convert the NumPy array with mx.nd.array(a) (or the NDArray with "
+            "x.asnumpy())")
+
+
 def _binary_method(array_name, scalar_name):
     array_op, scalar_op = ops.get(array_name), ops.get(scalar_name)
 
     def method(self, other):
         if isinstance(other, NDArray):
             return invoke(array_op, [self, other], _NOATTR)
+        _refuse_numpy_array(other)
         attrs = _scalar_attr(other)
         if attrs is None:
             return NotImplemented
@@ -82,6 +94,7 @@ def _inplace_method(array_name, scalar_name):
         check_not_recorded(self, symbol)
         if isinstance(other, NDArray):
             return invoke(array_op, [self, other], _NOATTR, out=self)
+        _refuse_numpy_array(other)
         attrs = _scalar_attr(other)
         if attrs is None:
             return NotImplemented
