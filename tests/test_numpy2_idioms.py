@@ -24,8 +24,8 @@ def test_loss_printing_idiom_of_the_d2l_book():
     mean = loss.mean()
     assert mean.shape == (1,)
     host = mean.asnumpy()
-    assert "loss %f" % host == "loss 1.166667"
-    assert "epoch %d, loss %.3f" % (1, host) == "epoch 1, loss 1.167"
+    assert "loss %f" % host == "loss 1.166667"  # noqa: UP031 (the idiom under test)
+    assert "epoch %d, loss %.3f" % (1, host) == "epoch 1, loss 1.167"  # noqa: UP031
     assert float(host) == pytest.approx(7 / 6) and int(host) == 1
     assert complex(host) == pytest.approx(7 / 6)
     assert int(mx.nd.array([7], dtype="int32").asnumpy()) == 7
