@@ -291,6 +291,13 @@ def _method(name):
     return method
 
 
+def _get(self, stream=None, order="C", out=None, blocking=True):
+    """``cupy.ndarray.get``: a NumPy copy on the host (a sync)."""
+    _sync("x.get() (a copy to the host)")
+    return np.array(_plain(self), order=order)
+
+
+DeviceArray.get = _get
 for _name in _OPERATORS:
     if hasattr(np.ndarray, _name):
         setattr(DeviceArray, _name, _operator(_name))
@@ -640,6 +647,12 @@ HOST_SYNCS = {
     "_backward_gather_nd": "the same range check as gather_nd",
     "_histogram": "with a bins input: checks on the host that the edges increase, as MXNet "
                   "raises",
+    "_contrib_box_nms": "sorts and suppresses the boxes on the host (x.get())",
+    "_contrib_adamw_update": "reads rescale_grad on the host: the step is skipped when it is "
+                             "NaN, infinite or 0, as MXNet does",
+    "_contrib_mp_adamw_update": "the same rescale_grad check as _contrib_adamw_update",
+    "_multi_adamw_update": "the same rescale_grad check, once for all weights",
+    "_multi_mp_adamw_update": "the same rescale_grad check, once for all weights",
 }
 
 
@@ -650,7 +663,18 @@ def _parsed(case):
 
 # -- tests ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])
+# Defects the guard found in ops of other changes, reported to their owners: the case fails
+# until the op is fixed (strict: a fixed op makes its entry fail, so the entry goes).
+KNOWN_DEFECTS = {
+    "_backward_contrib_box_nms": "its boolean-mask indexing reads the result size on the host, "
+                                 "and the op does not declare host_sync (ops/contrib_box.py)",
+}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True,
+                                                        reason=KNOWN_DEFECTS[c.name])]
+                 if c.name in KNOWN_DEFECTS else []) for c in CASES])
 def test_compute_runs_on_the_device_guard(case):
     for dtype in case.dtypes:
         simulate(case.opdef, case.make_inputs(dtype), _parsed(case), case.is_train, case.seed)
