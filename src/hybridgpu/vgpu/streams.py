@@ -51,7 +51,8 @@ _local = threading.local()
 _queue_lock = threading.RLock()  # the queues of every stream (async mode)
 _activity = itertools.count()  # when each stream last got work: drains go newest first
 _queued: dict = {}  # stream -> its pending steps (async mode), in issue order
-_MAX_DEFERRED_FREES = 4096  # freed mappings kept for queued work before the device catches up
+_MAX_DEFERRED_BYTES = 256 << 20  # freed memory kept mapped for queued work before the device
+#                                  catches up (runs its queues)
 
 
 class Step:
@@ -216,7 +217,7 @@ def _enqueue(stream, step):
         partners = [_queued[s][-1] for s in _legacy_partners(stream) if _queued.get(s)]
         step.after = tuple(step.after) + tuple(partners)
         step.stream = stream
-        if memory.hold_frees(True) > _MAX_DEFERRED_FREES:
+        if memory.hold_frees(True) > _MAX_DEFERRED_BYTES:
             drain_all()  # the device catches up: its queued work runs, the pages go
             memory.hold_frees(True)
         _queued.setdefault(stream, []).append(step)
