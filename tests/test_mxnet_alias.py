@@ -133,3 +133,31 @@ def test_runner_gives_an_unmodified_script_the_alias(tmp_path):
 def test_runner_without_a_target_prints_usage():
     result = _run(None, args=("-m", "hybridgpu.mxnet_alias"))
     assert result.returncode == 2 and "usage" in result.stdout
+
+
+def test_a_sitecustomize_installs_it_without_importing_hybridgpu(tmp_path):
+    """The module imports nothing from hybridgpu: loaded as a file at start-up it installs
+    the finder, and hybridgpu loads only on the first ``import mxnet``."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import importlib.util, os
+        _pkg = importlib.util.find_spec("hybridgpu").submodule_search_locations[0]
+        _spec = importlib.util.spec_from_file_location(
+            "hybridgpu_mxnet_alias", os.path.join(_pkg, "mxnet_alias.py"))
+        _alias = importlib.util.module_from_spec(_spec)
+        _spec.loader.exec_module(_alias)
+        _alias.install(load=False)
+    """))
+    code = textwrap.dedent("""
+        import sys
+        assert "hybridgpu" not in sys.modules
+        import mxnet, hybridgpu
+        assert mxnet.__version__ == "1.9.1" and mxnet.gluon is hybridgpu.gluon
+        assert hybridgpu.mxnet_alias.is_installed()
+        assert hybridgpu.install_mxnet_alias() is mxnet
+        print(sum(getattr(f, "_hybridgpu_mxnet_alias", False) for f in sys.meta_path))
+    """)
+    result = _run(code, {"PYTHONPATH": str(tmp_path) + os.pathsep
+                         + os.environ.get("PYTHONPATH", "")})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"
+

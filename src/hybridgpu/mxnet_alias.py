@@ -26,7 +26,17 @@ What the alias does, and all it does:
 
 The finder holds no logic beyond mapping names; it is compatible with the name-only shim of
 the MXNet unit-test runner (``sitecustomize`` that maps ``mxnet`` to ``hybridgpu``): installing
-this one on top of it is allowed, and this finder is asked first.
+this one on top of it is allowed, and this finder is asked first. This file imports nothing
+from hybridgpu, so a ``sitecustomize`` can install the alias without importing hybridgpu at
+start-up (hybridgpu loads on the first ``import mxnet``)::
+
+    import importlib.util, os
+    _pkg = importlib.util.find_spec("hybridgpu").submodule_search_locations[0]
+    _spec = importlib.util.spec_from_file_location(
+        "hybridgpu_mxnet_alias", os.path.join(_pkg, "mxnet_alias.py"))
+    _alias = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_alias)
+    _alias.install(load=False)
 
 Example:
     >>> import hybridgpu
@@ -102,6 +112,8 @@ class _AliasLoader(importlib.abc.Loader):
 class _AliasFinder(importlib.abc.MetaPathFinder):
     """Finds ``mxnet`` and ``mxnet.X`` as hybridgpu and ``hybridgpu.X``."""
 
+    _hybridgpu_mxnet_alias = True   # recognised also when this file was loaded on its own
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname == _SRC:
             return importlib.util.spec_from_loader(fullname, _AliasLoader(None),
@@ -140,12 +152,17 @@ def is_installed():
         >>> isinstance(alias.is_installed(), bool)
         True
     """
-    return any(isinstance(f, _AliasFinder) for f in sys.meta_path)
+    return any(_is_finder(f) for f in sys.meta_path)
 
 
-def install(force=False):
+def _is_finder(finder):
+    return getattr(finder, "_hybridgpu_mxnet_alias", False) is True
+
+
+def install(force=False, load=True):
     """Make ``import mxnet`` (and every ``mxnet.X``) give hybridgpu; returns the ``mxnet``
-    module. Idempotent. Refuses (``MXNetAliasError``) when a real MXNet is installed or already
+    module (``load=False``: returns None and imports nothing yet, for a ``sitecustomize``).
+    Idempotent. Refuses (``MXNetAliasError``) when a real MXNet is installed or already
     imported, unless ``force=True`` (then hybridgpu wins for this process).
 
     Example:
@@ -170,7 +187,7 @@ def install(force=False):
     if loaded is not None and not getattr(loaded, "__hybridgpu_version__", None):
         for name in [n for n in sys.modules if n == _SRC or n.startswith(_SRC + ".")]:
             del sys.modules[name]   # a real MXNet or the bare shim alias: serve ours from now
-    return importlib.import_module(_SRC)
+    return importlib.import_module(_SRC) if load else None
 
 
 def uninstall():
@@ -181,7 +198,7 @@ def uninstall():
         >>> alias.uninstall(); alias.is_installed()
         False
     """
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _AliasFinder)]
+    sys.meta_path[:] = [f for f in sys.meta_path if not _is_finder(f)]
     for name in [n for n in sys.modules if n == _SRC or n.startswith(_SRC + ".")]:
         if _is_alias(sys.modules[name]) or sys.modules[name].__name__.startswith(_DST):
             del sys.modules[name]
