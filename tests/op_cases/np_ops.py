@@ -68,6 +68,13 @@ def _cases():
         OpCase("_npi_matmul", shapes=[(2, 1, 3, 4), (5, 4, 2)], ref=np.matmul, id="batch"),
     ]
     cases += [
+        OpCase("_npx_reshape", shapes=[(2, 3, 4)], attrs={"newshape": (-2, -1)},
+               ref=lambda x, newshape, reverse=False, order="C": x.reshape(2, 12)),
+        OpCase("_npx_reshape", shapes=[(2, 3, 4)], attrs={"newshape": (-6, 1, 2, -4)},
+               id="split", ref=lambda x, newshape, reverse=False, order="C": x.reshape(
+                   1, 2, 3, 4)),
+        OpCase("_npx_reshape", shapes=[(4, 1)], attrs={"newshape": (-2, -3)}, id="drop",
+               ref=lambda x, newshape, reverse=False, order="C": x.reshape(4)),
         OpCase("_np_cumsum", shapes=[(3, 4)], attrs={"axis": 1},
                ref=lambda a, axis=None, dtype=None: np.cumsum(a, axis=axis)),
         OpCase("_np_cumsum", shapes=[(2, 3)], id="flat",

@@ -52,6 +52,7 @@ from ..ndarray import NDArray
 from ..symbol import Symbol
 from .hybrid_block import BlockInputError, HybridBlock, _Program, _Trace
 from .nesting import flatten, regroup
+from .numpy_mode import NumpyArray, numpy_call, to_numpy
 from .parameter import ParameterDict
 
 __all__ = ["SymbolBlock"]
@@ -244,7 +245,11 @@ class SymbolBlock(HybridBlock):
         ctx = x.context
         self._check_contexts(ctx, args)
         with ctx:
-            return self._call_traced(x, *args)
+            out = self._call_traced(x, *args)
+        if isinstance(x, NumpyArray):  # mx.np inputs give mx.np outputs, with set_np or not
+            with numpy_call():
+                return to_numpy(out)
+        return to_numpy(out)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("SymbolBlock runs its graph directly; it has no "

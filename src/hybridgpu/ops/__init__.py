@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     nn_misc,
     norm,
     np_ops,
+    np_reshape,
     pool,
     random,
     random_dists,

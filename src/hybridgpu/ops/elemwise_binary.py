@@ -106,6 +106,19 @@ _LOGIC = {
 _ELEMWISE_NAME = {"add": "elemwise_add", "sub": "elemwise_sub", "mul": "elemwise_mul",
                   "div": "elemwise_div"}
 _BROADCAST_ALIASES = {"add": ("broadcast_plus",), "sub": ("broadcast_minus",)}
+# MXNet 1.9's NumPy-mode names (what its NumPy-mode exports hold), for the arithmetic forms
+_NP_NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+             "mod": "mod", "power": "power", "maximum": "maximum", "minimum": "minimum",
+             "hypot": "hypot"}
+
+
+def _np_aliases(key, form):
+    """``_npi_<name>`` (arrays), ``_npi_<name>_scalar`` or ``_npi_r<name>_scalar``."""
+    name = _NP_NAMES.get(key)
+    if name is None:
+        return ()
+    return ({"array": f"_npi_{name}", "scalar": f"_npi_{name}_scalar",
+             "rscalar": f"_npi_r{name}_scalar"}[form],)
 
 
 def _array_compute(np_name, logical):
@@ -159,7 +172,8 @@ def _register_array_forms(key, np_name, cuda, rule, aliases, logical):
         lower=binary(np_name), views=False,
         doc=f"Elementwise {key} of two arrays of the same shape."))
     register(OpDef(
-        f"broadcast_{key}", aliases=_BROADCAST_ALIASES.get(key, ()), inputs=("lhs", "rhs"),
+        f"broadcast_{key}", aliases=_BROADCAST_ALIASES.get(key, ()) + _np_aliases(key, "array"),
+        inputs=("lhs", "rhs"),
         compute=_array_compute(np_name, logical), infer_shape=broadcast_shape,
         grad=_array_grad(rule, True), cuda=cuda, elementwise=True,
         lower=binary(np_name), views=False,
@@ -240,7 +254,8 @@ def _register_scalar_form(key, np_name, cuda, rule, logical, reverse):
         name = "_plus_scalar"
     camel = _camel({"add": "plus", "sub": "minus"}.get(key, key), reverse)
     register(OpDef(
-        name, aliases=(camel,), inputs=("data",),
+        name, aliases=(camel, *_np_aliases(key, "rscalar" if reverse else "scalar")),
+        inputs=("data",),
         attrs={"scalar": Number(default=1, doc="the scalar operand"),
                "is_int": Bool(default=True, doc="whether the scalar was an int")},
         compute=_scalar_compute(np_name, reverse, logical), infer_shape=same_shape,

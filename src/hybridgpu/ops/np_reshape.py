@@ -1,8 +1,9 @@
-"""``npx.reshape``: NumPy-mode reshape with MXNet 1.9's special codes (different from
-``nd.reshape``'s): ``-1`` infers a dimension, ``-2`` copies the input's dimension, ``-3``
-drops an input dimension of size 1, ``-4`` copies every remaining dimension, ``-5`` merges two
-consecutive input dimensions, ``-6`` splits one into the next two values (one may be -1);
-``reverse=True`` reads both shapes from the right. It runs the ``_np_reshape`` op.
+"""``_npx_reshape`` (``npx.reshape``): NumPy-mode reshape with MXNet 1.9's special codes
+(different from ``nd.reshape``'s): ``-1`` infers a dimension, ``-2`` copies the input's
+dimension, ``-3`` drops an input dimension of size 1, ``-4`` copies every remaining dimension,
+``-5`` merges two consecutive input dimensions, ``-6`` splits one into the next two values (one
+may be -1); ``reverse=True`` reads both shapes from the right. MXNet 1.9 writes this op when a
+NumPy-mode block indexes with an integer (``x[:, 0]``).
 
 Example:
     >>> target_shape((2, 3, 4), (-2, -1)), target_shape((2, 3, 4), (-6, 1, 2, -4))
@@ -14,10 +15,10 @@ from __future__ import annotations
 import math
 
 from ..base import MXNetError
-from ..numpy import _dispatch
-from ..numpy.multiarray import as_np
+from .attrs import Bool, Shape, Str
+from .opdef import OpDef, register
 
-__all__ = ["reshape", "target_shape"]
+__all__ = ["target_shape"]
 
 
 def _fail(src, codes, why):
@@ -93,9 +94,25 @@ def _reverse_codes(codes):
     return tuple(out)
 
 
-def reshape(a, newshape, reverse=False, order="C"):
-    """``a`` reshaped with MXNet's NumPy-mode codes (see the module docstring)."""
-    a = as_np(a)
-    shape = (newshape,) if isinstance(newshape, int) else tuple(newshape)
-    return _dispatch.call("_np_reshape", [a], {"newshape": target_shape(a.shape, shape,
-                                                                        reverse)})
+def _shape_rule(attrs, in_shapes):
+    shape = in_shapes[0]
+    if shape is None:
+        return in_shapes, [None]
+    return in_shapes, [target_shape(shape, attrs["newshape"], attrs["reverse"])]
+
+
+def _compute(xp, x, newshape, reverse=False, order="C"):
+    return x.reshape(target_shape(x.shape, newshape, reverse))
+
+
+def _grad(F, ins, outs, gouts, newshape, reverse=False, order="C"):
+    return [F._np_reshape(gouts[0], newshape=ins[0].shape)]
+
+
+register(OpDef(
+    "_npx_reshape", attrs={"newshape": Shape(doc="the new shape, with MXNet's NumPy-mode codes"),
+                           "reverse": Bool(default=False, doc="read the codes from the right"),
+                           "order": Str(default="C", doc="only 'C' is supported")},
+    compute=_compute, infer_shape=_shape_rule, grad=_grad,
+    doc="npx.reshape: reshape with MXNet's NumPy-mode codes (-1 infer, -2 copy, -3 drop a 1, "
+        "-4 copy the rest, -5 merge two, -6 split one)."))
