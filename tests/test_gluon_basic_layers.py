@@ -11,7 +11,6 @@ deferred initialization, errors that name the layer, containers, Dropout in trai
 
 from __future__ import annotations
 
-import filecmp
 import json
 import pathlib
 import subprocess
@@ -31,6 +30,7 @@ from hybridgpu.gluon import DeferredInitializationError, nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "fixtures"))
 import make_mxnet_gluon_layer_fixtures as gen  # noqa: E402
+from fixture_files import assert_reproduced  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "mxnet_gluon_layers"
@@ -371,11 +371,9 @@ def test_gpu_output_matches_mxnet(case, gpu_available):
 @pytest.mark.oracle
 @pytest.mark.skipif(not ORACLE.exists(), reason=f"needs the MXNet 1.9.1 oracle at {ORACLE}")
 def test_generator_reproduces_fixtures(tmp_path):
-    """Re-running the generator under the oracle writes the committed fixtures byte for
-    byte."""
+    """Re-running the generator under the oracle reproduces the committed fixtures (byte for
+    byte on the machine that wrote them; ``fixture_files.assert_reproduced`` elsewhere)."""
     subprocess.run([str(ORACLE), str(FIXTURES.parent / "make_mxnet_gluon_layer_fixtures.py"),
                     "--out", str(tmp_path)], check=True, capture_output=True, cwd=ROOT)
-    for name in ("cases.json", "arrays.npz"):
-        assert filecmp.cmp(tmp_path / name, FIXTURES / name, shallow=False), (
-            f"{name} is out of date: run `.oracle/bin/python "
-            "tests/fixtures/make_mxnet_gluon_layer_fixtures.py`")
+    assert_reproduced(tmp_path, FIXTURES, ["cases.json", "arrays.npz"],
+                      "tests/fixtures/make_mxnet_gluon_layer_fixtures.py")

@@ -38,6 +38,7 @@ ORACLE = HERE.parent / ".oracle" / "bin" / "python"
 sys.path.insert(0, str(GENERATOR.parent))
 
 import make_mxnet_model_zoo_fixtures as gen  # noqa: E402
+from fixture_files import assert_reproduced  # noqa: E402
 
 DOC = json.loads((FIXTURES / "models.json").read_text(encoding="utf-8"))
 with np.load(FIXTURES / "arrays.npz", allow_pickle=False) as _npz:
@@ -427,11 +428,5 @@ def test_generator_reproduces_fixtures(tmp_path):
     assert fresh == (FIXTURES / "models.json").read_text(encoding="utf-8"), (
         "models.json is out of date: run `.oracle/bin/python "
         "tests/fixtures/make_mxnet_model_zoo_fixtures.py` and commit the result")
-    with np.load(tmp_path / "arrays.npz", allow_pickle=False) as npz:
-        assert sorted(npz.files) == sorted(ARRAYS)
-        for key in npz.files:
-            if npz[key].dtype.kind == "U":
-                assert npz[key].tolist() == ARRAYS[key].tolist(), key
-            else:
-                np.testing.assert_allclose(npz[key], ARRAYS[key], rtol=1e-6, atol=1e-6,
-                                           err_msg=key)
+    assert_reproduced(tmp_path, FIXTURES, ["arrays.npz"],
+                      "tests/fixtures/make_mxnet_model_zoo_fixtures.py")
