@@ -278,7 +278,8 @@ def test_launch_bounds_and_shared_memory_limits(xp):
 def test_python_argument_types_are_cupys(xp):
     """As CuPy 14.2's Cython: grid and block are typed ``tuple`` (a list or an int raises
     TypeError), each entry a C integer launched as ``max(1, d)``; ``args`` is iterated (a
-    tuple or a list); ``shared_mem`` is keyword-only; RawModule/RawKernel options a tuple."""
+    tuple or a list); ``shared_mem`` is keyword-only; RawModule takes keywords only;
+    RawModule/RawKernel options a tuple."""
     k = xp.RawModule(code=ADD_ONE).get_function("add_one")
     x, y = xp.zeros(4, xp.float32), xp.zeros(4, xp.float32)
     for grid, block in [([1], (4,)), (1, (4,)), ((1,), [4]), ((1,), 4)]:
@@ -295,6 +296,8 @@ def test_python_argument_types_are_cupys(xp):
         with pytest.raises(TypeError, match="'options' has incorrect type \\(expected tuple, "
                                             "got list\\)"):
             make()
+    with pytest.raises(TypeError, match="positional"):
+        xp.RawModule(ADD_ONE)  # every argument is keyword-only
 
 
 def test_argument_types_match_the_installed_cupy():
@@ -317,6 +320,8 @@ def test_argument_types_match_the_installed_cupy():
     assert "grid (tuple)" in doc and "block (tuple)" in doc and "*, shared_mem=0" in doc
     with pytest.raises(TypeError, match="3 positional arguments"):
         cupy.RawKernel(ADD_ONE, "add_one")((1,), (1,), (), 0)
+    with pytest.raises(TypeError, match="positional"):
+        cupy.RawModule(ADD_ONE)
 
 
 # -- capture checks ----------------------------------------------------------------------------

@@ -77,8 +77,9 @@ class RawModule:
     """``cupy.RawModule(code=source, options=(), name_expressions=None)``: the source's
     kernels, compiled (one library) on the first ``get_function``."""
 
-    def __init__(self, code=None, path=None, options=(), backend="nvrtc", translate_cucomplex=False,
-                 *, enable_cooperative_groups=False, name_expressions=None, jitify=False):
+    def __init__(self, *, code=None, path=None, options=(), backend="nvrtc",
+                 translate_cucomplex=False, enable_cooperative_groups=False,
+                 name_expressions=None, jitify=None):
         if code is None:
             if path is None:
                 raise TypeError("RawModule needs code= (CUDA C source) or path=")
@@ -107,8 +108,8 @@ class RawKernel:
     """``cupy.RawKernel(code, name)``: ``k(grid, block, args, shared_mem=0)`` launches it on
     the current stream."""
 
-    def __init__(self, code, name, options=(), backend="nvrtc", translate_cucomplex=False,
-                 enable_cooperative_groups=False, jitify=False, *, _module=None):
+    def __init__(self, code, name, options=(), backend="nvrtc", translate_cucomplex=False, *,
+                 enable_cooperative_groups=False, jitify=None, _module=None):
         module = _module or RawModule(code=code, options=options)
         if name not in module._signatures:
             module.get_function(name)  # raises naming the kernels there are
