@@ -42,7 +42,8 @@ pytestmark = pytest.mark.skipif(not _has_cupy(), reason="needs the real cupy-cud
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HYBRIDGPU_VGPU_RECORD")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HYBRIDGPU_VGPU_RECORD", "HYBRIDGPU_VIRTUAL_GPU")}
     env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env

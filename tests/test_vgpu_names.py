@@ -163,6 +163,8 @@ def stand_in_signatures():
     import inspect
 
     def ours(obj):
+        if getattr(obj, "__vgpu_recorded__", False):  # vgpu.recorder's wrapper: look inside
+            obj = obj.__wrapped__
         return (getattr(obj, "__module__", "") or "").startswith("hybridgpu.vgpu") and \
             not hasattr(obj, "__wrapped__")
 
