@@ -230,7 +230,7 @@ class Parameter:
             ctx = current_context()
         ctx = Context(ctx)
         arr = self._data.get(ctx)
-        if arr is None:  # MXNet raises here; hybridgpu copies (DESIGN.md 6)
+        if arr is None:  # MXNet raises here; hybridgpu copies (docs/gluon.md)
             arr = self._data[ctx] = next(iter(self._data.values())).copyto(ctx)
             if self._grad is not None:
                 self._grad[ctx] = nd.zeros(arr.shape, ctx=ctx, dtype=arr.dtype)
