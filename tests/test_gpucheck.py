@@ -389,3 +389,20 @@ def test_each_verdict_is_printed_as_known_and_the_tests_get_the_rest(tmp_path, m
     result = json.loads(next(tmp_path.glob("gpucheck-*.json")).read_text())
     assert result["tests"]["summary"] == "3 passed"
     assert "[tests] 3 passed" in (tmp_path / "gpucheck.log").read_text()
+
+
+@pytest.mark.gpu
+def test_a_hanging_smoke_check_leaves_its_stack_in_the_log(tmp_path, monkeypatch):
+    import hybridgpu.gpucheck as gpucheck
+    from hybridgpu.gpucheck import smoke
+
+    def hangs_a_while(ctx):
+        time.sleep(2.5)
+
+    monkeypatch.setattr(gpucheck, "HANG_REPORT_S", 1)
+    monkeypatch.setattr(gpucheck, "CHECKS", {"slow": hangs_a_while})
+    monkeypatch.setitem(smoke.CHECKS, "slow", hangs_a_while)
+    assert gpucheck.main(["--smoke", "--out", str(tmp_path)]) == 0
+    log = (tmp_path / "gpucheck.log").read_text()
+    assert "[smoke] slow: started" in log and "hangs_a_while" in log  # the stack, mid-sleep
+    assert "[smoke] slow: pass" in log

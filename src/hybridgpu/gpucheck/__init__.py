@@ -159,10 +159,22 @@ def _parser():
     return parser
 
 
+#: Seconds a smoke check may run before every thread's stack goes to gpucheck.log (a hang on
+#: the device then shows where it is, while the call still has time to be read back).
+HANG_REPORT_S = 60
+
+
 def _smoke(ctx, out, results):
+    import faulthandler
+
     for name in CHECKS:
         out.note(f"[smoke] {name}: started")
-        results["smoke"] += run_smoke(ctx, only=[name], progress=out.say)
+        with open(out.log_path, "a", encoding="utf-8") as log:
+            faulthandler.dump_traceback_later(HANG_REPORT_S, file=log)
+            try:
+                results["smoke"] += run_smoke(ctx, only=[name], progress=out.say)
+            finally:
+                faulthandler.cancel_dump_traceback_later()
         out.save(results)
 
 

@@ -51,8 +51,8 @@ class Output:
         self.json_path = os.path.join(folder, f"gpucheck-{stamp}-"
                                               f"{environment.get('commit', 'unknown')[:10]}.json")
         self.tests_dir = os.path.join(folder, "tests")
-        self._log = os.path.join(folder, "gpucheck.log")
-        open(self._log, "w").close()  # noqa: SIM115  (a fresh log a run)
+        self.log_path = os.path.join(folder, "gpucheck.log")
+        open(self.log_path, "w").close()  # noqa: SIM115  (a fresh log a run)
         self.write_json("environment.json",
                         {**environment, "packages": installed_packages()})
 
@@ -65,7 +65,7 @@ class Output:
     def note(self, line):
         """Append ``line`` to ``gpucheck.log`` only (what is starting: the last line of a log
         cut short says what hung)."""
-        with open(self._log, "a", encoding="utf-8") as f:
+        with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
 
     def write_json(self, name, value):
