@@ -14,7 +14,9 @@ Run both and compare::
     .oracle/bin/python benchmarks/load_scale.py --dir /tmp/ls --mxnet     # MXNet 1.9.1
 
 Each prints one JSON line per case: ``{"case", "n", "load_s", "bind_s", "run_s", "total_s",
-"check"}`` (``check``: the output's first value, the same for both libraries). Sizes default to
+"cpu_s", "check"}`` (``cpu_s``: the process's CPU seconds in those steps, every thread counted,
+steadier than wall time on a shared machine; ``check``: the output's first value, the same for
+both libraries). Sizes default to
 the issue's (100,000 inputs, a 100,000-node chain, 400,000 arrays); ``--scale 0.1`` runs a
 tenth of them.
 """
@@ -79,9 +81,13 @@ def write_files(folder, n_addn, n_chain, m_params):
     return files
 
 
+_CPU = [0.0]  # process CPU seconds (all threads) of the timed steps so far
+
+
 def _timed(fn):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     value = fn()
+    _CPU[0] += time.process_time() - cpu
     return value, time.perf_counter() - start
 
 
@@ -113,6 +119,7 @@ def main():
     files = write_files(opts.dir, n_addn, n_chain, m_params)
     lib = "mxnet" if opts.mxnet else "hybridgpu"
     for case in opts.cases.split(","):
+        _CPU[0] = 0.0
         if case == "addn":
             args = {f"x{i}": np.full((2,), 1.0, np.float32) for i in range(n_addn)}
             row = run_symbol(mx, files["addn"], args)
@@ -124,6 +131,7 @@ def main():
             loaded, load_s = _timed(lambda: mx.nd.load(files["params"]))
             row = {"load_s": load_s, "total_s": load_s, "check": len(loaded)}
             n = m_params
+        row["cpu_s"] = _CPU[0]
         print(json.dumps({"lib": lib, "case": case, "n": n,
                           **{k: round(v, 3) if isinstance(v, float) else v
                              for k, v in row.items()}}), flush=True)

@@ -84,6 +84,8 @@ def one_line(text, limit=MAX_LINE):
         ('a\\\\nb\\\\x00c\\\\u0394', 'xxxxxxxxxx... (300 characters)')
     """
     text = str(text)
+    if len(text) <= limit and text.isascii() and text.isprintable() and "\\" not in text:
+        return text  # nothing to escape: the common case, without the loop
     out, size = [], 0
     for ch in text:
         piece = _escape_char(ch)
