@@ -144,10 +144,11 @@ def test_f_has_np_and_npx_for_nd_and_sym(numpy_mode):
     block = _Seen()
     x = np.array([[-1.0, 2.0], [3.0, -4.0]])
     onp.testing.assert_array_equal(block(x).asnumpy(), [2.0, 3.0])
-    assert block.seen.np is np and block.seen.relu is mx.nd.relu
+    assert block.seen.np is np and block.seen.relu.__wrapped__ is mx.nd.relu
+    assert isinstance(block.seen.relu(mx.nd.ones(1)), np.ndarray)  # F's ops give mx.np arrays
     block.hybridize()
     out = block(x)
-    assert isinstance(out, np.ndarray) and block.seen.Variable is mx.sym.Variable
+    assert isinstance(out, np.ndarray) and block.seen.Variable.__wrapped__ is mx.sym.Variable
     onp.testing.assert_array_equal(out.asnumpy(), [2.0, 3.0])
 
 
@@ -189,3 +190,33 @@ def test_state_from_a_freed_graph_is_a_constant(numpy_mode):
     onp.testing.assert_allclose(w.grad.asnumpy(), [6.0])  # d/dw (state * w), state constant
     with pytest.raises(mx.MXNetError, match="freed.*retain_graph=True"):
         loss.backward()
+
+
+class _Indexing(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        parts = [x[1], x[:, ::2], x[None, 1:], x[..., 0], x[-1, 1:3], x.T, x.reshape(-1, 2),
+                 x.sum(axis=0), x.mean(), x.astype("int32"), x.max(axis=1, keepdims=True)]
+        return [p.reshape(-1) if p.ndim else p.reshape(1) for p in parts]
+
+
+def test_traced_values_index_and_reshape_like_numpy(numpy_mode):
+    block = _Indexing()
+    x = np.arange(12).reshape(3, 4)
+    want = block(x)
+    block.hybridize()
+    got = block(x)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert isinstance(g, np.ndarray) and g.dtype == w.dtype
+        onp.testing.assert_array_equal(g.asnumpy(), w.asnumpy())
+
+
+def test_traced_value_refuses_array_index_with_a_hint(numpy_mode):
+    class Bad(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x[x > 1]
+
+    block = Bad()
+    block.hybridize()
+    with pytest.raises(mx.MXNetError, match="F.np.take"):
+        block(np.ones((2, 2)))

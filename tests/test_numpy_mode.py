@@ -100,6 +100,13 @@ def test_imports_mxnet_numpy_mode_export():
     _compare(list(out), EXPECTED["export_block"], "export_block")
 
 
+def test_hybridized_numpy_block_matches_mxnet():
+    """The exported block, hybridized here (integer indexing of a traced value, np arithmetic,
+    F.np/F.npx), gives MXNet's outputs."""
+    block, inputs = gen.export_block(np, npx, mx)
+    _compare(list(block(*inputs)), EXPECTED["export_block"], "export_block hybridized")
+
+
 def test_zero_dim_arrays():
     x = np.arange(3)
     assert x[1].shape == () and x.sum().shape == () and float(x[2]) == 2.0

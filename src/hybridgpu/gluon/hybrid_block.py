@@ -370,7 +370,7 @@ class HybridBlock(Block):
 
     def _symbol_forward(self, x, *args):
         self._check_input_count(1 + len(args))
-        params = {k: v.var() for k, v in self._reg_params.items()}
+        params = {k: to_numpy(v.var()) for k, v in self._reg_params.items()}
         self._traced_input = x  # lets a shape error report this layer's input shape
         try:
             with self.name_scope():
@@ -559,7 +559,8 @@ class HybridBlock(Block):
         """Trace ``hybrid_forward`` with Symbols for the arrays ``flat``, recording what the
         Python reads; fills deferred parameter shapes and finishes their initialization."""
         names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
-        inputs = [symbol.var(n, shape=a.shape, dtype=a.dtype) for n, a in zip(names, flat)]
+        inputs = to_numpy([symbol.var(n, shape=a.shape, dtype=a.dtype)
+                           for n, a in zip(names, flat)])  # NumpySymbols in NumPy mode
         grouped = regroup(inputs, in_format)
         with modes.watching_reads() as reads:
             out = self._symbol_forward(*grouped)

@@ -3,15 +3,17 @@
 ``mx.np.ndarray``, and blocks return ``mx.np.ndarray``.
 
 ``F`` stays ``mx.nd`` / ``mx.sym`` outside NumPy mode; inside it, it is a ``FrontEnd`` that
-reads every name from ``mx.nd`` / ``mx.sym`` and adds ``np``/``npx`` (whose functions build
-Symbols when given Symbols).
+reads every name from ``mx.nd`` / ``mx.sym`` (their ops giving ``mx.np`` arrays or NumPy-mode
+Symbols) and adds ``np``/``npx`` (whose functions build Symbols when given Symbols). While a
+block is traced in NumPy mode, its inputs and Parameters are ``NumpySymbol``s
+(``numpy/symbol.py``: NumPy indexing and methods).
 
 Example:
     >>> import hybridgpu as mx
     >>> with numpy_call():
     ...     F = front_end(mx.nd)
-    ...     F.np.sum(mx.np.ones((2, 3))), F.relu is mx.nd.relu
-    (array(6.), True)
+    ...     F.np.sum(mx.np.ones((2, 3))), F.relu(mx.nd.ones(1))
+    (array(6.), array([1.]))
     >>> front_end(mx.nd) is mx.nd
     True
 """
@@ -24,10 +26,11 @@ from .. import numpy as _np
 from .. import numpy_extension as _npx
 from ..ndarray import NDArray
 from ..numpy._dispatch import wrap
+from ..symbol import Symbol
 from ..util import is_np_array, np_array
 
 __all__ = ["FrontEnd", "NumpyArray", "front_end", "in_numpy_mode", "numpy_call", "to_numpy",
-           "numpy_parameters"]
+           "numpy_parameters", "wrap_all"]
 
 NumpyArray = _np.ndarray
 
@@ -42,7 +45,32 @@ class FrontEnd(types.ModuleType):
         self.npx = _npx
 
     def __getattr__(self, name):
-        return getattr(self._base, name)
+        value = getattr(self._base, name)
+        if not isinstance(value, types.FunctionType):
+            return value
+        function = _in_numpy_mode(value)
+        setattr(self, name, function)  # found once per name
+        return function
+
+
+def _in_numpy_mode(function):
+    """``function`` (an ``nd``/``sym`` op) giving ``mx.np`` arrays / NumPy-mode Symbols."""
+    def call(*args, **kwargs):
+        return wrap_all(function(*args, **kwargs))
+
+    call.__name__ = call.__qualname__ = function.__name__
+    call.__doc__ = function.__doc__
+    call.__wrapped__ = function
+    return call
+
+
+def wrap_all(out):
+    """NDArrays and Symbols (possibly nested in lists/tuples) as their NumPy-mode classes."""
+    if isinstance(out, (NDArray, Symbol)):
+        return wrap(out)
+    if isinstance(out, (list, tuple)):
+        return type(out)(wrap_all(o) for o in out)
+    return out
 
 
 _FRONT_ENDS: dict = {}
@@ -69,15 +97,9 @@ def numpy_call():
 
 
 def to_numpy(out):
-    """In NumPy mode, block outputs (NDArrays, possibly nested in lists/tuples) as
-    ``mx.np.ndarray``; outside it, ``out`` unchanged."""
-    if not is_np_array():
-        return out
-    if isinstance(out, NDArray):
-        return wrap(out)
-    if isinstance(out, (list, tuple)):
-        return type(out)(to_numpy(o) for o in out)
-    return out
+    """In NumPy mode, NDArrays and Symbols (possibly nested in lists/tuples) as
+    ``mx.np.ndarray`` / ``NumpySymbol``; outside it, ``out`` unchanged."""
+    return wrap_all(out) if is_np_array() else out
 
 
 def numpy_parameters(arrays):

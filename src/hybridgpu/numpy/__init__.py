@@ -21,6 +21,7 @@ import numpy as _onp
 
 from . import linalg, random
 from . import methods as _methods  # noqa: F401  (attaches the operators and methods)
+from . import symbol as _symbol  # noqa: F401  (NumpySymbol: traced values in NumPy mode)
 from .creation import *  # noqa: F403
 from .creation import __all__ as _creation_all
 from .extra import *  # noqa: F403

@@ -21,6 +21,7 @@ from ..symbol import Symbol
 __all__ = ["call", "wrap", "is_symbolic", "ndarray_class"]
 
 _CLASS = []  # the mx.np.ndarray class, set by multiarray (which imports this module)
+_SYM_CLASS = []  # NumpySymbol, set by numpy/symbol.py
 _SYM_FUNCTIONS = {}
 
 
@@ -30,10 +31,13 @@ def ndarray_class():
 
 
 def wrap(result):
-    """An ``nd`` result (NDArray, list of them, or a Symbol) as ``mx.np.ndarray``: the same
-    object, its class changed (autograd's record of it stays)."""
+    """An ``nd`` result (NDArray, or a list of them) as ``mx.np.ndarray``, a Symbol as a
+    ``NumpySymbol``: the same object, its class changed (autograd's record of it stays)."""
     if type(result) is NDArray:
         result.__class__ = _CLASS[0]
+        return result
+    if type(result) is Symbol:
+        result.__class__ = _SYM_CLASS[0]
         return result
     if isinstance(result, (list, tuple)):
         return type(result)(wrap(r) for r in result)
@@ -59,7 +63,7 @@ def call(name, inputs, attrs=None, ctx=None):
     (Python values); eager results come back as ``mx.np.ndarray``."""
     attrs = {} if attrs is None else attrs
     if is_symbolic(inputs):
-        return _sym_function(name)(*inputs, **attrs)
+        return wrap(_sym_function(name)(*inputs, **attrs))
     op = ops.get(name)
     parsed = op.parse_attrs(attrs, len(inputs) if op.variadic else None)
     return wrap(invoke(op, list(inputs), parsed, ctx=ctx))

@@ -80,7 +80,7 @@ def is_scalar(value):
 
 def cast_to(x, dtype):
     """``x`` in ``dtype`` (recorded ``cast``; ``x`` itself when it already has it)."""
-    if _dispatch.is_symbolic([x]) or onp.dtype(x.dtype) == onp.dtype(dtype):
+    if not _dispatch.is_symbolic([x]) and onp.dtype(x.dtype) == onp.dtype(dtype):
         return x
     return _dispatch.call("cast", [x], {"dtype": onp.dtype(dtype).name})
 

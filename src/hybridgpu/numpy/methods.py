@@ -15,12 +15,14 @@ import numpy as onp
 
 from ..ndarray import NDArray
 from ..ndarray.ndarray import check_not_recorded
+from ..symbol import Symbol
 from . import _dispatch
 from . import extra as _extra
 from . import manipulation as _shape
 from . import math as _math
 from . import reduce as _reduce
 from .multiarray import ndarray
+from .symbol import NumpySymbol
 
 __all__ = ["install"]
 
@@ -30,10 +32,12 @@ _COMPARE = {"eq": "equal", "ne": "not_equal", "gt": "greater", "ge": "greater_eq
             "lt": "less", "le": "less_equal"}
 
 
+_OPERANDS = (NDArray, Symbol, list, tuple, onp.ndarray)
+
+
 def _forward(fn):
     def method(self, other):
-        if not (isinstance(other, NDArray) or _math.is_scalar(other)
-                or isinstance(other, (list, tuple, onp.ndarray))):
+        if not (_math.is_scalar(other) or isinstance(other, _OPERANDS)):
             return NotImplemented
         return fn(self, other)
     return method
@@ -41,7 +45,7 @@ def _forward(fn):
 
 def _reflected(fn):
     def method(self, other):
-        if not (_math.is_scalar(other) or isinstance(other, (NDArray, onp.ndarray))):
+        if not (_math.is_scalar(other) or isinstance(other, _OPERANDS)):
             return NotImplemented
         return fn(other, self)
     return method
@@ -75,7 +79,7 @@ def _transpose(self, *axes):
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """A copy in ``dtype`` (the array itself with ``copy=False`` when nothing changes)."""
     if onp.dtype(dtype) == self.dtype:
-        return self.copy() if copy else self
+        return self if not copy or isinstance(self, Symbol) else self.copy()
     return _math.cast_to(self, dtype)
 
 
@@ -107,25 +111,34 @@ def _round(self, decimals=0):
     return _dispatch.call("round", [self])
 
 
-def install():
-    """Attach the operators and methods to ``mx.np.ndarray``."""
+def attach(cls, inplace=True):
+    """Attach the operators and methods to ``cls`` (``ndarray``; ``NumpySymbol`` without the
+    in-place operators, which Python then runs as ``x = x + y``)."""
     for dunder, name in _OPERATORS.items():
         fn = _math.make_binary(name)
-        setattr(ndarray, f"__{dunder}__", _forward(fn))
-        setattr(ndarray, f"__r{dunder}__", _reflected(fn))
-        setattr(ndarray, f"__i{dunder}__", _inplace(fn, f"{dunder}="))
+        setattr(cls, f"__{dunder}__", _forward(fn))
+        setattr(cls, f"__r{dunder}__", _reflected(fn))
+        if inplace:
+            setattr(cls, f"__i{dunder}__", _inplace(fn, f"{dunder}="))
     for dunder, name in _COMPARE.items():
-        setattr(ndarray, f"__{dunder}__", _forward(_math.make_binary(name)))
-    ndarray.__matmul__ = _forward(_math.matmul)
-    ndarray.__rmatmul__ = _reflected(_math.matmul)
-    ndarray.__neg__ = lambda self: _dispatch.call("negative", [self])
-    ndarray.__abs__ = lambda self: _dispatch.call("abs", [self])
-    ndarray.__pos__ = lambda self: self
-    ndarray.__invert__ = lambda self: _math.logical_not(self)
-    ndarray.T = property(lambda self: _shape.transpose(self), doc="The axes reversed.")
-    ndarray.round = _round
+        setattr(cls, f"__{dunder}__", _forward(_math.make_binary(name)))
+    cls.__hash__ = None if inplace else object.__hash__
+    cls.__matmul__ = _forward(_math.matmul)
+    cls.__rmatmul__ = _reflected(_math.matmul)
+    cls.__neg__ = lambda self: _dispatch.call("negative", [self])
+    cls.__abs__ = lambda self: _dispatch.call("abs", [self])
+    cls.__pos__ = lambda self: self
+    cls.__invert__ = lambda self: _math.logical_not(self)
+    cls.T = property(lambda self: _shape.transpose(self), doc="The axes reversed.")
+    cls.round = _round
     for name, fn in _METHODS.items():
-        setattr(ndarray, name, fn)
+        setattr(cls, name, fn)
+
+
+def install():
+    """Attach the operators and methods to ``mx.np.ndarray`` and ``NumpySymbol``."""
+    attach(ndarray)
+    attach(NumpySymbol, inplace=False)
     NDArray.as_np_ndarray = _as_np_ndarray
 
 
