@@ -239,3 +239,39 @@ def test_small_helpers(monkeypatch):
         y = mx.nd.zeros((2, 3))
         y[0, 1] = mx.nd.array([5.0])        # one element into one slot, as MXNet
     assert y.asnumpy()[0, 1] == 5.0
+
+
+# -- gluon.data.vision.transforms: resize, crop, flip -------------------------------------------
+
+def test_resize_and_center_crop_follow_mxnet_sizes():
+    from hybridgpu.gluon.data.vision import transforms as tf
+
+    img = mx.nd.array(np.random.RandomState(0).randint(0, 256, (37, 53, 3)), dtype="uint8")
+    assert tf.Resize(24)(img).shape == (24, 24, 3)
+    assert tf.Resize(24, keep_ratio=True)(img).shape == (24, 34, 3)   # int(53 * 24 / 37)
+    assert tf.Resize((40, 20))(img).shape == (20, 40, 3)
+    assert tf.Resize(16)(mx.nd.stack(img, img)).shape == (2, 16, 16, 3)
+    assert tf.Resize(24)(img).dtype == np.uint8
+    crop = tf.CenterCrop((30, 10))(img)     # fits: a plain centre crop, no resampling
+    np.testing.assert_array_equal(crop.asnumpy(), img.asnumpy()[13:23, 11:41])
+    with pytest.raises(mx.MXNetError, match="size must be"):
+        tf.Resize(0)
+
+
+def test_random_resized_crop_and_flips():
+    import random
+
+    from hybridgpu.gluon.data.vision import transforms as tf
+
+    img = mx.nd.array(np.arange(20 * 30 * 3).reshape(20, 30, 3) % 256, dtype="uint8")
+    random.seed(3)
+    first = tf.RandomResizedCrop(8)(img).asnumpy()
+    random.seed(3)
+    assert first.shape == (8, 8, 3) and np.array_equal(tf.RandomResizedCrop(8)(img).asnumpy(),
+                                                       first)
+    mx.random.seed(0)
+    flipper = tf.RandomFlipLeftRight()
+    seen = {flipper(img).asnumpy().tobytes() for _ in range(20)}
+    assert seen == {img.asnumpy().tobytes(), img.asnumpy()[:, ::-1].tobytes()}
+    tb = {tf.RandomFlipTopBottom()(img).asnumpy().tobytes() for _ in range(20)}
+    assert img.asnumpy()[::-1].tobytes() in tb

@@ -1,7 +1,8 @@
 """Image transforms that need no image decoding: ``Compose``, ``Cast``, ``ToTensor``,
 ``Normalize`` (MXNet 1.9's blocks, written with plain ops, so they run on NDArrays and trace
-as Symbols). Resizing, cropping, flipping and color jitter need image operators hybridgpu does
-not have; asking for them raises an ``AttributeError`` that says so.
+as Symbols); ``Resize``, ``CenterCrop``, ``RandomResizedCrop`` and the random flips from
+``transforms_geometry``. Color jitter, lighting, rotation and the other random crops need image
+operators hybridgpu does not have; asking for them raises an ``AttributeError`` that says so.
 
 Example:
     >>> import numpy as np
@@ -21,10 +22,10 @@ from ...block import Block
 from ...hybrid_block import HybridBlock
 from ...nn import HybridSequential, Lambda, Sequential
 
-__all__ = ["Compose", "Cast", "ToTensor", "Normalize"]
+__all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop",
+           "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom"]
 
-_NEEDS_IMAGE_OPS = {"Resize", "CenterCrop", "CropResize", "RandomResizedCrop", "RandomCrop",
-                    "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
+_NEEDS_IMAGE_OPS = {"CropResize", "RandomCrop", "RandomBrightness",
                     "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
                     "RandomLighting", "RandomRotation", "Rotate", "RandomApply"}
 
@@ -158,3 +159,13 @@ class Normalize(HybridBlock):
             return (x - mean[0]) / std[0]
         pieces = F.split(x, num_outputs=channels, axis=axis)
         return F.concat(*[(pieces[c] - mean[c]) / std[c] for c in range(channels)], dim=axis)
+
+
+# Resizing, cropping and flipping on hybridgpu.image's resize (issue 21: GluonCV's presets)
+from .transforms_geometry import (  # noqa: E402
+    CenterCrop,
+    RandomFlipLeftRight,
+    RandomFlipTopBottom,
+    RandomResizedCrop,
+    Resize,
+)
