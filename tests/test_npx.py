@@ -220,3 +220,17 @@ def test_traced_value_refuses_array_index_with_a_hint(numpy_mode):
     block.hybridize()
     with pytest.raises(mx.MXNetError, match="F.np.take"):
         block(np.ones((2, 2)))
+
+
+def test_save_in_numpy_mode_writes_v3_records(tmp_path, numpy_mode):
+    """MXNet in NumPy mode reads only V3 records (and writes them, 0-d arrays included);
+    outside it nd.save keeps writing V2 (V1 for 0-d)."""
+    path = tmp_path / "a.params"
+    npx.save(str(path), {"s": np.array(2.5), "v": np.arange(3)})
+    raw = path.read_bytes()
+    assert raw.count((0xF993FACA).to_bytes(4, "little")) == 2
+    loaded = npx.load(str(path))
+    assert loaded["s"].shape == () and float(loaded["s"]) == 2.5
+    npx.reset_np()
+    mx.nd.save(str(path), [mx.nd.ones(2)])
+    assert (0xF993FAC9).to_bytes(4, "little") in path.read_bytes()

@@ -222,3 +222,44 @@ def test_generator_reproduces_fixtures(tmp_path):
         assert filecmp.cmp(tmp_path / name, FIXTURES.parent / name, shallow=False), (
             f"{name} is out of date: run `.oracle/bin/python "
             "tests/fixtures/make_mxnet_np_fixtures.py`")
+
+
+def test_numpy_mode_export_is_what_mxnet_numpy_mode_reads(tmp_path):
+    """In NumPy mode the .params records are V3 (MXNet refuses V2 there) and the JSON says
+    is_np_shape; the same files load back here with the same outputs."""
+    block, inputs = gen.export_block(np, npx, mx)
+    want = [o.asnumpy() for o in block(*inputs)]
+    sym_file, params_file = block.export(str(tmp_path / "ours"))
+    raw = pathlib.Path(params_file).read_bytes()
+    assert raw[24:28] == (0xF993FACA).to_bytes(4, "little")
+    assert json.loads(pathlib.Path(sym_file).read_text())["attrs"]["is_np_shape"] == ["int", 1]
+    net = mx.gluon.SymbolBlock.imports(sym_file, ["data0", "data1"], params_file)
+    for got, ref in zip(net(*inputs), want):
+        onp.testing.assert_allclose(got.asnumpy(), ref, rtol=1e-6)
+
+
+_ORACLE_IMPORT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import make_mxnet_np_fixtures as gen
+import mxnet as mx
+from mxnet import np, npx
+npx.set_np()
+_, inputs = gen.export_block(np, npx, mx)
+net = mx.gluon.SymbolBlock.imports(sys.argv[2] + "-symbol.json", ["data0", "data1"],
+                                   sys.argv[2] + "-0000.params")
+print(json.dumps([o.asnumpy().tolist() for o in net(*inputs)]))
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.skipif(not ORACLE.exists(), reason=f"needs the MXNet 1.9.1 oracle at {ORACLE}")
+def test_mxnet_imports_our_numpy_mode_export(tmp_path):
+    block, inputs = gen.export_block(np, npx, mx)
+    want = [o.asnumpy() for o in block(*inputs)]
+    block.export(str(tmp_path / "ours"))
+    done = subprocess.run([str(ORACLE), "-c", _ORACLE_IMPORT, str(FIXTURES.parent.parent),
+                           str(tmp_path / "ours")], check=True, capture_output=True, text=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    for g, w in zip(got, want):
+        onp.testing.assert_allclose(onp.array(g), w, rtol=1e-6)

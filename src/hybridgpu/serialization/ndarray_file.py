@@ -67,6 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import DTYPE_TO_FLAG, MXNetError
+from ..util import is_np_shape
 from .files import atomic_write, read_regular
 
 __all__ = ["LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "DTYPE_FLAGS", "ArrayRecord",
@@ -170,9 +171,12 @@ def _check_records(records, names):
     return encoded
 
 
-def _record_header(shape, dtype, device_type, device_id):
-    """The bytes of a dense record up to its data: V2, or V1 for a 0-d array."""
-    if len(shape) == 0:
+def _record_header(shape, dtype, device_type, device_id, np_shape=False):
+    """The bytes of a dense record up to its data: V2, or V1 for a 0-d array; V3 (0-d too)
+    when written with NumPy shape semantics on, as MXNet does after ``npx.set_np()``."""
+    if np_shape:
+        head = struct.pack("<Iii", V3_MAGIC, 0, len(shape))
+    elif len(shape) == 0:
         head = struct.pack("<Ii", V1_MAGIC, 0)
     else:
         head = struct.pack("<Iii", V2_MAGIC, 0, len(shape))
@@ -193,10 +197,11 @@ def _host_data(rec, index):
 
 
 def _write_body(stream, records, encoded_names):
+    np_shape = is_np_shape()  # MXNet in NumPy mode writes, and then reads, only V3 records
     stream.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(records)))
     for index, rec in enumerate(records):
         stream.write(_record_header(tuple(rec.shape), rec.dtype, rec.device_type,
-                                    rec.device_id))
+                                    rec.device_id, np_shape))
         data = _host_data(rec, index)
         if data.size:
             stream.write(data)
