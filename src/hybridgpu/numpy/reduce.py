@@ -111,5 +111,5 @@ def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
 
 
 def any(a, axis=None, out=None, keepdims=False):  # noqa: A001
-    """Whether any element along ``axis`` is nonzero (bool; the ``_np_sum`` of bools)."""
-    return _reduce("_np_sum", _as_bool(a), axis, keepdims, out=out)
+    """Whether any element along ``axis`` is nonzero (bool; the ``_np_max`` of bools)."""
+    return _reduce("_np_max", _as_bool(a), axis, keepdims, out=out)

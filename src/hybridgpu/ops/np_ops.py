@@ -61,11 +61,14 @@ def _reduce_rule(op):
 
 
 def _out_dtype(op, dtype, given=None):
-    """``mean`` of integers is float32 (MXNet's default), everything else keeps its dtype."""
+    """``mean`` of integers or booleans is float32 (MXNet's default), ``sum``/``prod`` of
+    booleans int64; everything else keeps its dtype (an int8 sum wraps, as in MXNet)."""
     if given:
         return given
     if op == "_npi_mean" and not np.issubdtype(np.dtype(dtype), np.floating):
         return "float32"
+    if op in ("_np_sum", "_np_prod") and np.dtype(dtype) == np.bool_:
+        return "int64"
     return np.dtype(dtype).name
 
 
