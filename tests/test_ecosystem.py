@@ -136,6 +136,37 @@ def test_gluonnlp_small_bert_hybridized_equal(mx):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_gluonnlp_transformer_hybridized_equal_and_elmo_encoder_runs(mx):
+    """The NMT transformer (arange_like, masks) imperative = hybridized; ELMo's LSTMP encoder
+    (contrib.foreach, LSTMPCell with clipping) runs imperatively (foreach has no symbolic
+    form here)."""
+    _needs("gluonnlp")
+    import gluonnlp as nlp
+
+    enc, dec, one_step = nlp.model.transformer.get_transformer_encoder_decoder(
+        num_layers=1, units=16, hidden_size=32, num_heads=2, max_src_length=20,
+        max_tgt_length=20, dropout=0.0)
+    vocab = nlp.Vocab(nlp.data.count_tokens(list("abcdef")))
+    model = nlp.model.translation.NMTModel(
+        src_vocab=vocab, tgt_vocab=vocab, encoder=enc, decoder=dec,
+        one_step_ahead_decoder=one_step, embed_size=16, prefix="t_")
+    model.initialize(mx.init.Xavier())
+    rng = np.random.RandomState(6)
+    args = (mx.nd.array(rng.randint(0, 8, (2, 5))), mx.nd.array(rng.randint(0, 8, (2, 4))),
+            mx.nd.array([5, 3]), mx.nd.array([4, 2]))
+    eager = model(*args)[0].asnumpy()
+    model.hybridize()
+    np.testing.assert_allclose(model(*args)[0].asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    encoder = nlp.model.BiLMEncoder(mode="lstmpc", num_layers=2, input_size=8, hidden_size=16,
+                                    dropout=0.0, skip_connection=True, proj_size=8,
+                                    cell_clip=3, proj_clip=3)
+    encoder.initialize()
+    out, _ = encoder(mx.nd.ones((5, 2, 8)), encoder.begin_state(mx.nd.zeros, batch_size=2),
+                     mx.nd.ones((2, 5)))
+    assert out.shape == (2, 5, 2, 16)
+    assert np.abs(out.asnumpy()).max() <= 3 + 1e-6     # proj_clip holds
+
+
 def test_gluonnlp_bertadam_lowers_the_loss(mx):
     """BERTAdam runs on the contrib AdamW update ops."""
     _needs("gluonnlp")

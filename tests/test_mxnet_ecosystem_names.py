@@ -275,3 +275,27 @@ def test_random_resized_crop_and_flips():
     assert seen == {img.asnumpy().tobytes(), img.asnumpy()[:, ::-1].tobytes()}
     tb = {tf.RandomFlipTopBottom()(img).asnumpy().tobytes() for _ in range(20)}
     assert img.asnumpy()[::-1].tobytes() in tb
+
+
+# -- nd.contrib control flow ----------------------------------------------------------------------
+
+def test_foreach_while_loop_and_cond_run_as_mxnet():
+    contrib = mx.nd.contrib
+
+    data = [mx.nd.arange(6).reshape((3, 2)), mx.nd.ones((3, 1))]
+
+    def body(items, states):
+        x, y = items
+        return [x * 2, [x + y]], [states[0] + x.sum()]
+
+    (doubled, (added,)), (total,) = contrib.foreach(body, data, [mx.nd.zeros(1)])
+    assert doubled.shape == (3, 2) and added.shape == (3, 2)
+    np.testing.assert_array_equal(doubled.asnumpy(), np.arange(6).reshape(3, 2) * 2)
+    assert total.asscalar() == 15
+    outs, (i, acc) = contrib.while_loop(lambda i, a: i < 2, lambda i, a: ([i, a], [i + 1, a * 2]),
+                                        [mx.nd.zeros(1), mx.nd.ones(1)], max_iterations=4)
+    assert [o.shape for o in outs] == [(4, 1), (4, 1)]
+    assert outs[1].asnumpy().ravel().tolist()[:2] == [1.0, 2.0] and acc.asscalar() == 4
+    with pytest.raises(ValueError, match="max_iterations"):
+        contrib.while_loop(lambda i: i < 1, lambda i: (i, [i]), [mx.nd.zeros(1)])
+    assert contrib.cond(mx.nd.array([1]), lambda: "then", lambda: "else") == "then"
