@@ -148,7 +148,10 @@ def _creates_cycle(graph, gid, members, groups, i):
     inside = set(groups)
     merged = [i, *(m for g in groups for m in members[g])]
     low = min(merged)  # nothing before the earliest merged node descends from it
-    stack = [graph.index[id(e.node)] for m in merged for e in graph.nodes[m].inputs]
+    # one group is convex already and precedes ``i``: only a path into ``i`` can close a
+    # cycle, so the search starts from ``i``'s inputs alone (linear in long chains)
+    starts = [i] if len(groups) == 1 else merged
+    stack = [graph.index[id(e.node)] for m in starts for e in graph.nodes[m].inputs]
     stack = [j for j in stack if gid.get(j) not in inside]
     seen = set()
     while stack:
