@@ -222,3 +222,43 @@ def test_d2lzh_corr2d_and_vocabulary(mx):
     np.testing.assert_array_equal(d2l.corr2d(x, k).asnumpy(), want)
     vocab = d2l.text.vocab.Vocabulary(collections.Counter("abbccc"), min_freq=2)
     assert vocab.idx_to_token == ["<unk>", "c", "b"]
+
+
+def test_d2lzh_rnn_from_scratch_trains_with_its_detach_habit(mx, capsys):
+    """d2lzh.train_and_predict_rnn with consecutive batches calls ``s.detach()`` without
+    keeping the result: the next step's graph starts from the previous step's state, whose
+    graph the last backward freed. As in MXNet, that state is a constant there."""
+    _needs("d2lzh")
+    import re
+
+    import d2lzh as d2l
+
+    corpus = "the quick brown fox jumps over the lazy dog " * 12
+    chars = sorted(set(corpus))
+    char_to_idx = {c: i for i, c in enumerate(chars)}
+    vocab, hidden, ctx = len(chars), 16, mx.cpu()
+
+    def get_params():
+        rng = np.random.RandomState(7)
+        shapes = [(vocab, hidden), (hidden, hidden), (hidden,), (hidden, vocab), (vocab,)]
+        params = [mx.nd.array(rng.normal(scale=0.01, size=s)) for s in shapes]
+        for p in params:
+            p.attach_grad()
+        return params
+
+    def init_state(batch_size, num_hiddens, ctx):
+        return (mx.nd.zeros((batch_size, num_hiddens), ctx=ctx),)
+
+    def rnn(inputs, state, params):
+        w_xh, w_hh, b_h, w_hq, b_q = params
+        (h,), outputs = state, []
+        for x in inputs:
+            h = mx.nd.tanh(mx.nd.dot(x, w_xh) + mx.nd.dot(h, w_hh) + b_h)
+            outputs.append(mx.nd.dot(h, w_hq) + b_q)
+        return outputs, (h,)
+
+    d2l.train_and_predict_rnn(rnn, get_params, init_state, hidden, vocab, ctx,
+                              [char_to_idx[c] for c in corpus], chars, char_to_idx, False,
+                              4, 8, 100, 0.01, 4, 1, 5, ["the"])
+    perplexities = [float(p) for p in re.findall(r"perplexity ([0-9.]+)", capsys.readouterr().out)]
+    assert len(perplexities) == 4 and perplexities[-1] < 0.6 * perplexities[0]
