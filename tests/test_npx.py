@@ -4,6 +4,13 @@ Trainer and hybridize (values against MXNet 1.9.1 are in ``test_numpy_mode.py``'
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as onp
 import pytest
 
@@ -234,3 +241,30 @@ def test_save_in_numpy_mode_writes_v3_records(tmp_path, numpy_mode):
     npx.reset_np()
     mx.nd.save(str(path), [mx.nd.ones(2)])
     assert (0xF993FAC9).to_bytes(4, "little") in path.read_bytes()
+
+
+# -- d2l 0.17.6 against MXNet 1.9.1 --------------------------------------------------------------
+
+D2L_FIXTURE = pathlib.Path(__file__).resolve().parent / "fixtures" / "mxnet_d2l" / "results.json"
+D2L_NEEDS = ("d2l", "pandas", "IPython", "matplotlib_inline", "matplotlib", "requests")
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in D2L_NEEDS),
+                    reason=f"needs d2l==0.17.6 and its dependencies ({', '.join(D2L_NEEDS)})")
+def test_d2l_helpers_match_mxnet(tmp_path):
+    """The d2l book's helpers (linear regression, train_epoch_ch3, Residual, resnet18
+    hybridized, RNN/GRU/LSTM train_epoch_ch8, attention, transformer encoder, seq2seq loss),
+    unchanged, through ``python -m hybridgpu.mxnet_alias``, on fixed weights and data: MXNet
+    1.9.1's numbers (fixtures/make_mxnet_d2l_fixtures.py)."""
+    script = D2L_FIXTURE.parent.parent / "make_mxnet_d2l_fixtures.py"
+    subprocess.run([sys.executable, "-m", "hybridgpu.mxnet_alias", str(script), "--out",
+                    str(tmp_path)], check=True, capture_output=True,
+                   env={**os.environ, "MPLBACKEND": "Agg"}, timeout=600)
+    want = json.loads(D2L_FIXTURE.read_text())["results"]
+    got = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert sorted(got) == sorted(want)
+    for name, values in want.items():
+        assert not isinstance(got[name], dict), f"{name}: {got[name]}"
+        for i, (g, w) in enumerate(zip(got[name], values)):
+            onp.testing.assert_allclose(onp.asarray(g, dtype=float), onp.asarray(w, dtype=float),
+                                        rtol=1e-4, atol=1e-5, err_msg=f"{name}[{i}]")
