@@ -13,7 +13,9 @@ on a seeded input and saves the parameters, the input, the output and its second
 forward. Pass 2 loads those parameters into the same model built by the same package on
 hybridgpu and checks: imperative forward equal to MXNet's (max |diff| within 2e-6 of the
 output's scale, max |MXNet output|), hybridized forward equal to imperative, export then
-``SymbolBlock.imports`` equal, and times a hybridized forward. It writes one row per model
+``SymbolBlock.imports`` equal, and times a hybridized forward. ``--ctx gpu`` runs pass 2 on
+``gpu(0)``: a GPU, or the virtual GPU with ``HYBRIDGPU_VIRTUAL_GPU=1`` (its seconds are the
+CPU's, not a GPU's). It writes one row per model
 (a failure row names the exception). ``--only NAME`` runs some models; ``--list`` lists them.
 """
 
@@ -126,7 +128,7 @@ def _max_rel(got, want):
     return max(float(np.abs(g - w).max()) for g, w in zip(got, want)) / scale
 
 
-def _check_one(name, ref_dir):
+def _check_one(name, ref_dir, ctx):
     """One row: equal imperative, hybridized, export/import, seconds per forward."""
     import mxnet as mx
 
@@ -135,9 +137,9 @@ def _check_one(name, ref_dir):
     with open(os.path.join(ref_dir, f"{name}.json")) as f:
         meta = json.load(f)
     row = {"model": name, "family": meta["family"], "mxnet_s": meta["seconds"]}
-    x = mx.nd.array(saved["x"])
+    x = mx.nd.array(saved["x"], ctx=ctx)
     net = _build(name)
-    net.load_parameters(os.path.join(ref_dir, f"{name}.params"))
+    net.load_parameters(os.path.join(ref_dir, f"{name}.params"), ctx=ctx)
     imperative = [o.asnumpy() for o in _as_list(net(x))]
     row["imperative"] = _max_rel(imperative, want)
     net.hybridize()
@@ -148,7 +150,7 @@ def _check_one(name, ref_dir):
         prefix = os.path.join(tmp, "model")
         net.export(prefix)
         loaded = mx.gluon.SymbolBlock.imports(f"{prefix}-symbol.json", "data",
-                                              f"{prefix}-0000.params")
+                                              f"{prefix}-0000.params", ctx=ctx)
         exported = [o.asnumpy() for o in _as_list(loaded(x))]
     row["export"] = _max_rel(exported, imperative)
     return row
@@ -158,13 +160,13 @@ def compare(args):
     """Pass 2, hybridgpu through the alias: one row per model."""
     import hybridgpu
 
-    hybridgpu.install_mxnet_alias()
+    mx = hybridgpu.install_mxnet_alias()
     rows = []
     for family, name, *_ in _selected(args):
         if not os.path.exists(os.path.join(args.dir, f"{name}.npz")):
             continue
         try:
-            row = _check_one(name, args.dir)
+            row = _check_one(name, args.dir, mx.gpu(0) if args.ctx == "gpu" else mx.cpu())
         except Exception as err:  # noqa: BLE001  (a failing model is a row of the table)
             row = {"model": name, "family": family,
                    "error": f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"}
@@ -173,7 +175,7 @@ def compare(args):
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.table:
-        _write_table(rows, args.table)
+        _write_table(rows, args.table, args.ctx)
     return rows
 
 
@@ -181,12 +183,12 @@ def _equal(value):
     return f"{'yes' if value <= TOLERANCE else 'NO'} ({value:.1e})"
 
 
-def _write_table(rows, path):
+def _write_table(rows, path, ctx="cpu"):
     lines = ["# GluonCV models on hybridgpu vs MXNet 1.9.1", "",
              "Command: `.oracle/bin/python benchmarks/ecosystem_models.py mxnet --dir D`, "
              "then `python benchmarks/ecosystem_models.py hybridgpu --dir D --table "
              "benchmarks/results/ecosystem_models.md`.", "",
-             "Written by `benchmarks/ecosystem_models.py` (cpu, float32, `pretrained=False`, "
+             f"Written by `benchmarks/ecosystem_models.py` ({ctx}, float32, `pretrained=False`, "
              "MXNet's Xavier-initialized weights loaded into both). *Equal* means max |diff| "
              f"<= {TOLERANCE} x max |MXNet output|; hybridized and export are compared with "
              "hybridgpu's imperative output; the number in brackets is max |diff| / scale. "
@@ -217,6 +219,9 @@ def main(argv=None):
     parser.add_argument("--table", help="pass 2: write the Markdown table here")
     parser.add_argument("--only", nargs="*", help="model names to run")
     parser.add_argument("--verbose", action="store_true", help="print tracebacks")
+    parser.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu",
+                        help="pass 2's device (gpu(0): a GPU, or the virtual GPU with "
+                        "HYBRIDGPU_VIRTUAL_GPU=1)")
     parser.add_argument("--from-log", help="pass 2: only write --table from the JSON rows "
                         "a previous pass 2 printed (one per line) in this file")
     args = parser.parse_args(argv)
@@ -225,7 +230,7 @@ def main(argv=None):
     elif args.from_log:
         with open(args.from_log) as f:
             rows = [json.loads(line) for line in f if line.startswith("{")]
-        _write_table(rows, args.table)
+        _write_table(rows, args.table, args.ctx)
     else:
         compare(args)
     return 0

@@ -114,6 +114,27 @@ def test_gluonnlp_language_model_hybridized_equal(mx):
     np.testing.assert_allclose(hybrid.asnumpy(), eager.asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_gluonnlp_awd_lstm_weight_drop(mx):
+    """AWD-LSTM's WeightDropParameter reads MXNet's private Parameter names; predicting,
+    imperative = hybridized; training, the weight drop changes the output."""
+    _needs("gluonnlp")
+    import gluonnlp as nlp
+
+    net = nlp.model.AWDRNN("lstm", vocab_size=50, embed_size=8, hidden_size=8, num_layers=2,
+                           tie_weights=True, dropout=0.0, weight_drop=0.9, drop_h=0.0,
+                           drop_i=0.0, drop_e=0.0)
+    net.initialize(mx.init.Uniform(1.0))
+    tokens = mx.nd.array(np.random.RandomState(8).randint(0, 50, (5, 2)))
+    state = net.begin_state(batch_size=2, func=mx.nd.zeros)
+    predicted = net(tokens, state)[0].asnumpy()
+    with mx.autograd.record():
+        trained = net(tokens, state)[0].asnumpy()
+    assert np.abs(trained - predicted).max() > 1e-3
+    net.hybridize()
+    np.testing.assert_allclose(net(tokens, state)[0].asnumpy(), predicted, rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_gluonnlp_small_bert_hybridized_equal(mx):
     """BERT's fused self-attention (interleaved_matmul_selfatt_*), valid lengths and the
     masked-LM decoder (reshape_like over axis ranges)."""

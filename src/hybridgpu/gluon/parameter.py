@@ -26,6 +26,7 @@ from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
 from .numpy_mode import numpy_parameters
+from .parameter_internals import MXNetPrivateNames
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError",
            "DeferredShapeError", "ParameterMissingError", "ParameterNotInBlockError",
@@ -68,7 +69,7 @@ def _contexts(ctx):
     return [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) else [Context(ctx)]
 
 
-class Parameter:
+class Parameter(MXNetPrivateNames):
     """A weight of a Block: data (per context), gradient, and how to initialize it.
 
     Example:
