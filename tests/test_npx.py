@@ -256,9 +256,32 @@ def test_d2l_helpers_match_mxnet(tmp_path):
     hybridized, RNN/GRU/LSTM train_epoch_ch8, attention, transformer encoder, seq2seq loss),
     unchanged, through ``python -m hybridgpu.mxnet_alias``, on fixed weights and data: MXNet
     1.9.1's numbers (fixtures/make_mxnet_d2l_fixtures.py)."""
+    _check_d2l(tmp_path, [])
+
+
+_ON_GPU = """
+import runpy, sys
+import mxnet as mx
+mx.context.Context.default_ctx = mx.gpu(0)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in D2L_NEEDS),
+                    reason=f"needs d2l==0.17.6 and its dependencies ({', '.join(D2L_NEEDS)})")
+def test_d2l_helpers_match_mxnet_on_gpu(tmp_path, gpu_available):
+    """The same with gpu(0) as the default context (CuPy, or the virtual GPU)."""
+    wrapper = tmp_path / "on_gpu.py"
+    wrapper.write_text(_ON_GPU)
+    _check_d2l(tmp_path, [str(wrapper)])
+
+
+def _check_d2l(tmp_path, prefix):
     script = D2L_FIXTURE.parent.parent / "make_mxnet_d2l_fixtures.py"
-    subprocess.run([sys.executable, "-m", "hybridgpu.mxnet_alias", str(script), "--out",
-                    str(tmp_path)], check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "hybridgpu.mxnet_alias", *prefix, str(script),
+                    "--out", str(tmp_path)], check=True, capture_output=True,
                    env={**os.environ, "MPLBACKEND": "Agg"}, timeout=600)
     want = json.loads(D2L_FIXTURE.read_text())["results"]
     got = json.loads((tmp_path / "results.json").read_text())["results"]
