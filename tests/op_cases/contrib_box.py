@@ -218,3 +218,53 @@ CASES += [
     OpCase("_contrib_div_sqrt_dim", shapes=[(2, 3, 4)],
            ref=lambda x: x / np.sqrt(x.shape[-1])),
 ]
+
+
+# -- box_encode / box_decode: the offsets of SSD's box coder, written out ----------------------
+
+def _center(box):
+    w, h = box[..., 2] - box[..., 0], box[..., 3] - box[..., 1]
+    return box[..., 0] + w / 2, box[..., 1] + h / 2, w, h
+
+
+def encode_ref(samples, matches, anchors, refs, means, stds):
+    b = np.arange(samples.shape[0])[:, None]
+    rx, ry, rw, rh = _center(refs.astype(np.float64)[b, matches.astype(int)])
+    ax, ay, aw, ah = _center(anchors.astype(np.float64))
+    raw = np.stack([(rx - ax) / aw, (ry - ay) / ah, np.log(rw / aw), np.log(rh / ah)], -1)
+    valid = (samples > 0.5)[..., None]
+    return np.where(valid, (raw - means) / stds, 0.0), np.broadcast_to(valid, raw.shape) * 1.0
+
+
+def decode_ref(x, anchors, std0=1.0, std1=1.0, std2=1.0, std3=1.0, clip=-1.0,
+               format="center"):  # noqa: A002
+    a = anchors.astype(np.float64).reshape(1, -1, 4)
+    ax, ay, aw, ah = _center(a) if format == "corner" else (a[..., k] for k in range(4))
+    dw, dh = x[..., 2] * std2, x[..., 3] * std3
+    if clip > 0:
+        dw, dh = np.minimum(dw, clip), np.minimum(dh, clip)
+    ox, oy = x[..., 0] * std0 * aw + ax, x[..., 1] * std1 * ah + ay
+    ow, oh = np.exp(dw) * aw / 2, np.exp(dh) * ah / 2
+    return np.stack([ox - ow, oy - oh, ox + ow, oy + oh], -1)
+
+
+def _encode_inputs(rng, dtype):
+    boxes = _boxes((2, 6, 4), (2, 3, 4))(rng, dtype)
+    samples = rng.choice([-1.0, 0.0, 1.0], (2, 6)).astype(dtype)
+    matches = rng.randint(0, 3, (2, 6)).astype(dtype)
+    return [samples, matches, *boxes, np.array([0.0, 0.1, 0.0, -0.1], dtype),
+            np.array([0.1, 0.1, 0.2, 0.2], dtype)]
+
+
+def _decode_inputs(rng, dtype):
+    return [rng.uniform(-1, 1, (2, 5, 4)).astype(dtype), _boxes((1, 5, 4))(rng, dtype)[0]]
+
+
+CASES += [
+    OpCase("_contrib_box_encode", make=_encode_inputs, ref=encode_ref, grad=False),
+    OpCase("_contrib_box_decode", make=_decode_inputs, ref=decode_ref, grad=False,
+           attrs={"std0": 0.1, "std1": 0.1, "std2": 0.2, "std3": 0.2, "format": "corner"},
+           id="corner"),
+    OpCase("_contrib_box_decode", make=_decode_inputs, ref=decode_ref, grad=False,
+           attrs={"clip": 0.3}, id="center-clip"),
+]

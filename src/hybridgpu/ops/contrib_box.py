@@ -266,3 +266,92 @@ register(OpDef(
         "shape lhs.shape[:-1] + rhs.shape[:-1]; 0 where boxes do not overlap. Its gradient "
         "is 0, as in MXNet.",
     example="nd.contrib.box_iou(anchors, gt_boxes)  # (A, G)"))
+
+
+# -- box_encode / box_decode --------------------------------------------------------------
+
+def _corner_to_center(box):
+    """(x, y, w, h) of corner boxes (..., 4), MXNet's order of operations."""
+    w = box[..., 2] - box[..., 0]
+    h = box[..., 3] - box[..., 1]
+    half = box.dtype.type(0.5)
+    return box[..., 0] + w * half, box[..., 1] + h * half, w, h
+
+
+def _encode_compute(xp, samples, matches, anchors, refs, means, stds):
+    batch, num = samples.shape
+    rows = xp.arange(batch).reshape(batch, 1)
+    ref = refs[rows, matches.astype(np.int64)]                   # (B, N, 4)
+    rx, ry, rw, rh = _corner_to_center(ref)
+    ax, ay, aw, ah = _corner_to_center(anchors)
+    valid = samples > samples.dtype.type(0.5)
+    raw = xp.stack([(rx - ax) / aw, (ry - ay) / ah, xp.log(rw / aw), xp.log(rh / ah)], axis=-1)
+    targets = (raw - means.reshape(1, 1, 4)) / stds.reshape(1, 1, 4)
+    zero = targets.dtype.type(0)
+    mask = xp.broadcast_to(valid[..., None], targets.shape)
+    return (xp.where(mask, targets, zero).astype(samples.dtype, copy=False),
+            mask.astype(samples.dtype))
+
+
+def _encode_shape(attrs, in_shapes):
+    samples, _, anchors, *_ = in_shapes
+    if samples is None:
+        return in_shapes, [None, None]
+    if len(samples) != 2 or (anchors is not None and tuple(anchors) != (*samples, 4)):
+        raise MXNetError(f"box_encode: samples must be (B, N) and anchors (B, N, 4), got "
+                         f"{samples} and {anchors}")
+    out = (*samples, 4)
+    return in_shapes, [out, out]
+
+
+register(OpDef(
+    "_contrib_box_encode", inputs=("samples", "matches", "anchors", "refs", "means", "stds"),
+    compute=_encode_compute, infer_shape=_encode_shape,
+    infer_type=lambda a, t: (t, [t[0], t[0]]), num_outputs=2,
+    output_names=("output0", "output1"), views=False,
+    grad=lambda F, ins, outs, gouts: [F.zeros_like(x) for x in ins],
+    doc="SSD's training targets: for anchors whose sample is positive (> 0.5), the matched "
+        "reference box's offsets (dx/w, dy/h, log w ratio, log h ratio), normalized by "
+        "means/stds; with the 0/1 masks.",
+    example="targets, masks = nd.contrib.box_encode(samples, matches, anchors, refs, means, "
+            "stds)"))
+
+_DECODE_ATTRS = {**{f"std{i}": Float(default=1.0, doc=f"scale of offset {i}")
+                    for i in range(4)},
+                 "clip": Float(default=-1.0, doc="clip the log sizes to this (> 0)"),
+                 "format": Enum(_FORMATS, default="center", doc="the anchors' format")}
+
+
+def _decode_compute(xp, data, anchors, *, std0, std1, std2, std3, clip, format):  # noqa: A002
+    t = data.dtype.type
+    anchors = anchors.reshape(1, -1, 4)
+    if format == "corner":
+        ax, ay, aw, ah = _corner_to_center(anchors)
+    else:
+        ax, ay, aw, ah = (anchors[..., k] for k in range(4))
+    ox = data[..., 0] * t(std0) * aw + ax
+    oy = data[..., 1] * t(std1) * ah + ay
+    dw, dh = data[..., 2] * t(std2), data[..., 3] * t(std3)
+    if clip > 0:
+        dw, dh = xp.minimum(dw, t(clip)), xp.minimum(dh, t(clip))
+    ow = xp.exp(dw) * aw * t(0.5)
+    oh = xp.exp(dh) * ah * t(0.5)
+    return xp.stack([ox - ow, oy - oh, ox + ow, oy + oh], axis=-1).astype(data.dtype,
+                                                                          copy=False)
+
+
+def _decode_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    if data is not None and (len(data) != 3 or data[-1] != 4):
+        raise MXNetError(f"box_decode: data must be (B, N, 4), got {data}")
+    return in_shapes, [data]
+
+
+register(OpDef(
+    "_contrib_box_decode", inputs=("data", "anchors"), attrs=_DECODE_ATTRS,
+    compute=_decode_compute, infer_shape=_decode_shape, infer_type=lambda a, t: (t, [t[0]]),
+    grad=lambda F, ins, outs, gouts, **a: [F.zeros_like(ins[0]), F.zeros_like(ins[1])],
+    views=False,
+    doc="Boxes (corners) from offsets (B, N, 4) relative to anchors (center or corner "
+        "format), scaled by std0..std3, log sizes clipped at clip.",
+    example="nd.contrib.box_decode(offsets, anchors, 0.1, 0.1, 0.2, 0.2)"))
