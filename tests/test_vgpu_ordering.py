@@ -404,3 +404,31 @@ def test_async_catches_a_runtime_that_forgets_its_event_waits(gpu_available, mod
     mode("")
     hidden = outputs()  # in issue order the missing waits go unseen
     assert all(np.array_equal(h, r) for h, r in zip(hidden, right))
+
+
+def test_work_that_ran_holds_no_arrays(xp, mode):
+    """A step keeps what it computes on (a cuBLAS call, its matrices) only until it ran, even
+    when a long-lived event still names the step after it."""
+    import ctypes
+
+    mode("async")
+    lib = xp.virtual_cublas_library()
+    handle = ctypes.c_void_p()
+    lib.cublasCreate_v2(ctypes.addressof(handle))
+    side = xp.cuda.Stream()  # blocking: the legacy stream's next work waits for it
+    lib.cublasSetStream_v2(handle.value, side.ptr)
+    one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    done = xp.cuda.Event()
+    pool = xp.get_default_memory_pool()
+    gc.collect()
+    before = pool.used_bytes()
+    for _ in range(5):
+        a, c = xp.ones((64, 64), xp.float32), xp.zeros((64, 64), xp.float32)
+        lib.cublasSgemm_v2(handle.value, 0, 0, 64, 64, 64, ctypes.addressof(one), a.data.ptr,
+                           64, a.data.ptr, 64, ctypes.addressof(zero), c.data.ptr, 64)
+        done.record(xp.cuda.Stream.null)  # after the GEMM, by the legacy stream's rule
+        assert float(c[0, 0]) == 64.0
+        del a, c
+    gc.collect()
+    assert pool.used_bytes() == before
+    lib.cublasDestroy_v2(handle.value)

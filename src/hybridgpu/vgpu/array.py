@@ -194,7 +194,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
     # -- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
         key = _index(key, "x[key]")
-        return wrap(self._a[key])
+        got = self._a[key]
+        if isinstance(got, np.generic):  # CuPy gives a 0-d view (read later), not a copy
+            got = self._a[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)]
+        return wrap(got)
 
     def __setitem__(self, key, value):
         key = _index(key, "x[key] = value")

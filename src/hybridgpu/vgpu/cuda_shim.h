@@ -213,7 +213,7 @@ constexpr size_t kStack = 1 << 17;  // a thread's stack (local variables); a gua
 constexpr size_t kGuard = 1 << 12;
 inline char* new_stack() {
   void* p = mmap(nullptr, kStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) abort();
+  if (p == MAP_FAILED) return nullptr;
   mprotect(p, kGuard, PROT_NONE);
   return (char*)p + kGuard;
 }
@@ -410,10 +410,11 @@ template <class F> void run_block(F& f, bool use_fibers, unsigned long long bloc
   }
   if (fiber_count < n) {
     Fiber* grown = (Fiber*)realloc(fibers, n * sizeof(Fiber));
-    if (!grown) abort();
+    if (!grown) fail(8, nullptr, "out of host memory for the block's threads");
     fibers = grown;
-    for (unsigned t = fiber_count; t < n; ++t) fibers[t].stack = new_stack();
-    fiber_count = n;
+    for (; fiber_count < n; ++fiber_count)
+      if (!(fibers[fiber_count].stack = new_stack()))
+        fail(8, nullptr, "could not map a thread's stack (mmap failed: too many mappings?)");
   }
   body = [](void* p) { (*static_cast<F*>(p))(); };
   body_arg = &f;

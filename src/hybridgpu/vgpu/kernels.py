@@ -36,7 +36,13 @@ import numpy as np
 
 from . import compiler, devices, memory, ordering, streams
 from .array import ndarray
-from .errors import BarrierError, KernelCompileError, LaunchError, MemoryFaultError
+from .errors import (
+    BarrierError,
+    KernelCompileError,
+    LaunchError,
+    MemoryFaultError,
+    OutOfMemoryError,
+)
 from .launch_facts import launch_facts
 
 __all__ = ["RawModule", "RawKernel", "MAX_SHARED_DEFAULT"]
@@ -320,6 +326,8 @@ def _fault(kernel, report):
     address = report.address
     block, thread = tuple(report.block), tuple(report.thread)
     what = report.what.decode(errors="replace")
+    if report.code == 8:
+        return OutOfMemoryError(f"kernel {kernel}: {what}")
     if report.code == 7:
         return BarrierError(f"kernel {kernel}: thread {thread} of block {block} {what}: the "
                             "threads of a block must meet at the same barriers (a GPU "

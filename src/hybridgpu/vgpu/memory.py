@@ -90,13 +90,14 @@ def hold_frees(held):
     """While ``held``, a freed allocation leaves the used count but keeps its pages mapped:
     work queued on a stream (async mode) may still touch them, directly or through a pointer
     table, as a GPU's queued kernels touch memory CuPy's pool took back (and reuses only in
-    stream order). Releasing the hold unmaps them. Returns the bytes waiting to be unmapped."""
+    stream order). Releasing the hold unmaps them. Returns ``(mappings, bytes)`` waiting to be
+    unmapped."""
     with _lock:
         _held[0] = bool(held)
         freed = [] if held else list(_deferred)
         if not held:
             _deferred.clear()
-        waiting = sum(total for _, total in _deferred)
+        waiting = len(_deferred), sum(total for _, total in _deferred)
     for mapping in freed:
         _libc.munmap(*mapping)
     return waiting

@@ -51,8 +51,9 @@ _local = threading.local()
 _queue_lock = threading.RLock()  # the queues of every stream (async mode)
 _activity = itertools.count()  # when each stream last got work: drains go newest first
 _queued: dict = {}  # stream -> its pending steps (async mode), in issue order
-_MAX_DEFERRED_BYTES = 256 << 20  # freed memory kept mapped for queued work before the device
-#                                  catches up (runs its queues)
+# freed memory kept mapped for queued work before the device catches up (runs its queues):
+# each mapping is 3 of the process's 65530 (vm.max_map_count)
+_MAX_DEFERRED = (1024, 256 << 20)
 
 
 class Step:
@@ -71,6 +72,10 @@ class Step:
                     f"graph step {index} ({self.what}) uses address 0x{ptr:x} of allocation "
                     f"#{serial}, which has been freed since the graph was captured "
                     f"(now {memory.describe(ptr)}); recapture after replacing arrays")
+
+
+def _ran():
+    """What a queued step becomes once it ran."""
 
 
 def _marker(what, after=()):
@@ -217,7 +222,8 @@ def _enqueue(stream, step):
         partners = [_queued[s][-1] for s in _legacy_partners(stream) if _queued.get(s)]
         step.after = tuple(step.after) + tuple(partners)
         step.stream = stream
-        if memory.hold_frees(True) > _MAX_DEFERRED_BYTES:
+        mappings, nbytes = memory.hold_frees(True)
+        if mappings > _MAX_DEFERRED[0] or nbytes > _MAX_DEFERRED[1]:
             drain_all()  # the device catches up: its queued work runs, the pages go
             memory.hold_frees(True)
         _queued.setdefault(stream, []).append(step)
@@ -234,7 +240,8 @@ def _run_through(step):
                 if not other.done:
                     _run_through(other)
             head.done = True
-            head.run()
+            run, head.run, head.after = head.run, _ran, ()  # holds no arrays once run
+            run()
         if not queue:
             _queued.pop(step.stream, None)
             if not _queued:
