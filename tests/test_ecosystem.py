@@ -283,3 +283,24 @@ def test_d2lzh_rnn_from_scratch_trains_with_its_detach_habit(mx, capsys):
                               4, 8, 100, 0.01, 4, 1, 5, ["the"])
     perplexities = [float(p) for p in re.findall(r"perplexity ([0-9.]+)", capsys.readouterr().out)]
     assert len(perplexities) == 4 and perplexities[-1] < 0.6 * perplexities[0]
+
+
+def test_d2lzh_helpers_give_mxnets_numbers(mx):
+    """d2lzh's deterministic helpers on the fixture's inputs, against MXNet 1.9.1's results
+    (tests/fixtures/make_mxnet_d2lzh_fixtures.py wrote them with the real MXNet)."""
+    _needs("d2lzh")
+    import importlib
+
+    import d2lzh as d2l
+
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures")
+    sys.path.insert(0, fixtures)
+    try:
+        maker = importlib.import_module("make_mxnet_d2lzh_fixtures")
+    finally:
+        sys.path.remove(fixtures)
+    want = np.load(os.path.join(fixtures, "mxnet_d2lzh", "arrays.npz"))
+    got = maker.run_helpers(mx, d2l)
+    assert sorted(got) == sorted(want.files)
+    for name in want.files:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
