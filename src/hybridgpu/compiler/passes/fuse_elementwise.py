@@ -75,14 +75,31 @@ class FusedOp(OpDef):
 
     def __init__(self, members, outputs):
         self.members, self.outputs = tuple(members), tuple(outputs)
+        self._composed = None  # (cuda, cuda_body), composed when a GPU backend first asks
         count = 1 + max((k for m in members for kind, k in m.refs if kind == "in"), default=-1)
-        cuda, body = compose(members, outputs)
         super().__init__("_fused", compute=self._compute, inputs=tuple(f"in{k}" for k in
                                                                          range(count)),
                          infer_shape=self._infer_shape, infer_type=self._infer_type,
-                         num_outputs=len(outputs), elementwise=True, cuda=cuda,
+                         num_outputs=len(outputs), elementwise=True,
                          doc="Fused elementwise group (built by the compiler).")
-        self.cuda_body = body
+
+    @property
+    def cuda(self):
+        """The group's CUDA expression (None when it has several outputs or is too long)."""
+        if self._composed is None:
+            self._composed = compose(self.members, self.outputs)
+        return self._composed[0]
+
+    @cuda.setter
+    def cuda(self, value):  # OpDef.__init__ sets None: the expression is composed on demand
+        pass
+
+    @property
+    def cuda_body(self):
+        """The group's CUDA statements (any number of outputs)."""
+        if self._composed is None:
+            self._composed = compose(self.members, self.outputs)
+        return self._composed[1]
 
     def _chain(self, inputs, apply):
         temps = []
