@@ -1,7 +1,9 @@
 """More of ``mx.np``: ``meshgrid, outer, cumsum, sort, argsort, take, diag, isnan, isinf,
-isfinite, around/round, copy, allclose, array_equal``, each over registry ops (``_np_cumsum``,
-``sort``, ``argsort``, ``take``, ``diag``, ``_contrib_isnan``, ``round``, ``_copy``, and the
-functions of the other modules).
+isfinite, around/round, copy, tril, triu, logspace, diff, trace, inner, vdot, average``, each
+over registry ops (``_np_cumsum``, ``sort``, ``argsort``, ``take``, ``diag``,
+``_contrib_isnan``, ``round``, ``_copy``, ``slice_axis``, and the functions of the other
+modules); ``nonzero``, ``unique``, ``genfromtxt``, ``allclose``, ``array_equal`` read values on
+the host, as MXNet 1.9's do.
 
 Example:
     >>> import hybridgpu as mx
@@ -21,7 +23,9 @@ from .math import cast_to, make_binary
 from .multiarray import as_np
 
 __all__ = ["meshgrid", "outer", "cumsum", "sort", "argsort", "take", "diag", "isnan", "isinf",
-           "isfinite", "around", "round", "copy", "allclose", "array_equal"]
+           "isfinite", "around", "round", "copy", "allclose", "array_equal", "nonzero",
+           "unique", "genfromtxt", "tril", "triu", "logspace", "diff", "trace", "inner", "vdot",
+           "average"]
 
 
 def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
@@ -127,3 +131,117 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 def array_equal(a1, a2):
     """Whether the arrays have the same shape and elements (a Python bool)."""
     return bool(onp.array_equal(as_np(a1).asnumpy(), as_np(a2).asnumpy()))
+
+
+# -- index-valued and host-side helpers (MXNet 1.9 runs these on the host too) -------------
+
+def nonzero(a):
+    """A tuple of index arrays, one per axis, of the nonzero elements (int64)."""
+    from .multiarray import from_host
+
+    a = as_np(a)
+    return tuple(from_host(i.astype(onp.int64), a.ctx) for i in onp.nonzero(a.asnumpy()))
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """The sorted unique elements (and NumPy's optional index, inverse and counts arrays)."""
+    from .multiarray import from_host
+
+    ar = as_np(ar)
+    found = onp.unique(ar.asnumpy(), return_index, return_inverse, return_counts, axis)
+    if not isinstance(found, tuple):
+        return from_host(found, ar.ctx)
+    return tuple(from_host(f if i == 0 else f.astype(onp.int64), ar.ctx)
+                 for i, f in enumerate(found))
+
+
+def genfromtxt(*args, **kwargs):
+    """NumPy's ``genfromtxt``, the result as an ``mx.np`` array (float32 unless ``dtype``)."""
+    from .multiarray import array
+
+    data = onp.genfromtxt(*args, **kwargs)
+    return array(data, dtype=kwargs.get("dtype") or "float32")
+
+
+# -- compositions of registry ops (gradients flow) -----------------------------------------
+
+def _triangle(m, k, lower):
+    from .multiarray import from_host
+
+    m = as_np(m)
+    rows, cols = m.shape[-2:]
+    mask = onp.tri(rows, cols, k, dtype=bool)
+    mask = mask if lower else ~onp.tri(rows, cols, k - 1, dtype=bool)
+    return make_binary("multiply")(m, from_host(mask.astype(m.dtype), m.ctx))
+
+
+def tril(m, k=0):
+    """The lower triangle (elements above diagonal ``k`` set to zero)."""
+    return _triangle(m, k, True)
+
+
+def triu(m, k=0):
+    """The upper triangle (elements below diagonal ``k`` set to zero)."""
+    return _triangle(m, k, False)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None):
+    """``base ** linspace(start, stop, num)``."""
+    from .creation import linspace
+
+    exponents = linspace(start, stop, num, endpoint=endpoint, dtype=dtype, ctx=ctx)
+    return make_binary("power")(base, exponents)
+
+
+def diff(a, n=1, axis=-1):
+    """The ``n``-th difference along ``axis``: ``a[1:] - a[:-1]``, ``n`` times."""
+    a = as_np(a)
+    for _ in range(n):
+        length = a.shape[axis]
+        upper = _dispatch.call("slice_axis", [a], {"axis": axis, "begin": 1, "end": length})
+        lower = _dispatch.call("slice_axis", [a], {"axis": axis, "begin": 0,
+                                                   "end": length - 1})
+        a = make_binary("subtract")(upper, lower)
+    return a
+
+
+def trace(a, offset=0, axis1=0, axis2=1):
+    """The sum of diagonal ``offset`` (over ``axis1``, ``axis2``)."""
+    from .reduce import sum as _sum
+
+    d = _dispatch.call("diag", [as_np(a)], {"k": offset, "axis1": axis1, "axis2": axis2})
+    return _sum(d, axis=-1)
+
+
+def inner(a, b):
+    """Sum of products over the last axes of ``a`` and ``b``."""
+    from .math import tensordot
+
+    a, b = as_np(a), as_np(b)
+    return tensordot(a, b, axes=((a.ndim - 1,), (b.ndim - 1,)))
+
+
+def vdot(a, b):
+    """The dot product of the flattened arrays."""
+    from .math import dot
+
+    return dot(reshape(as_np(a), (-1,)), reshape(as_np(b), (-1,)))
+
+
+def average(a, axis=None, weights=None, returned=False):
+    """The (weighted) mean along ``axis``."""
+    from .reduce import mean
+    from .reduce import sum as _sum
+
+    a = as_np(a)
+    if weights is None:
+        result, total = mean(a, axis=axis), None
+    else:
+        w = as_np(weights, ctx=a.ctx)
+        if w.shape != a.shape and axis is not None:
+            view = [1] * a.ndim
+            view[axis] = w.shape[0]
+            w = reshape(w, tuple(view))
+        total = _sum(broadcast_to(w, a.shape), axis=axis)
+        result = _sum(make_binary("multiply")(a, w), axis=axis) / total
+    return (result, total) if returned else result
