@@ -268,3 +268,43 @@ CASES += [
     OpCase("_contrib_box_decode", make=_decode_inputs, ref=decode_ref, grad=False,
            attrs={"clip": 0.3}, id="center-clip"),
 ]
+
+
+# -- bipartite_matching: greedy over every (row, col) pair, best score first ------------------
+
+def matching_ref(scores, threshold, is_ascend=False, topk=-1):
+    rows, cols = scores.shape[-2:]
+    flat = scores.reshape(-1, rows, cols)
+    row_out = np.full(flat.shape[:2], -1.0)
+    col_out = np.full((flat.shape[0], cols), -1.0)
+    for b, matrix in enumerate(flat):
+        pairs = sorted(((matrix[r, c], r * cols + c) for r in range(rows) for c in range(cols)),
+                       key=lambda p: (p[0] if is_ascend else -p[0], p[1]))
+        count = 0
+        for score, idx in pairs:
+            r, c = divmod(idx, cols)
+            if row_out[b, r] != -1 or col_out[b, c] != -1:
+                continue
+            if not (score < threshold if is_ascend else score > threshold):
+                break
+            row_out[b, r], col_out[b, c] = c, r
+            count += 1
+            if 0 < topk < count:
+                break
+    return (row_out.reshape(scores.shape[:-1]),
+            col_out.reshape(scores.shape[:-2] + (cols,)))
+
+
+def _scores(rng, dtype):
+    return [rng.permutation(24).reshape(2, 4, 3).astype(dtype) / 24]
+
+
+CASES += [
+    OpCase("_contrib_bipartite_matching", make=_scores, attrs={"threshold": 0.2},
+           ref=matching_ref, grad=False),
+    OpCase("_contrib_bipartite_matching", make=_scores, attrs={"threshold": 0.5, "topk": 1},
+           ref=matching_ref, grad=False, id="topk"),
+    OpCase("_contrib_bipartite_matching", make=_scores,
+           attrs={"threshold": 0.6, "is_ascend": True}, ref=matching_ref, grad=False,
+           id="ascend"),
+]

@@ -355,3 +355,62 @@ register(OpDef(
     doc="Boxes (corners) from offsets (B, N, 4) relative to anchors (center or corner "
         "format), scaled by std0..std3, log sizes clipped at clip.",
     example="nd.contrib.box_decode(offsets, anchors, 0.1, 0.1, 0.2, 0.2)"))
+
+
+# -- bipartite_matching ---------------------------------------------------------------------
+
+def _match_one(scores, threshold, is_ascend, topk):
+    rows, cols = scores.shape
+    flat = scores.reshape(-1)
+    order = np.argsort(flat if is_ascend else -flat, kind="stable")
+    row_marker = np.full(rows, -1.0, scores.dtype)
+    col_marker = np.full(cols, -1.0, scores.dtype)
+    count = 0
+    for idx in order:
+        r, c = divmod(int(idx), cols)
+        if row_marker[r] != -1 or col_marker[c] != -1:
+            continue
+        passes = flat[idx] < threshold if is_ascend else flat[idx] > threshold
+        if not passes:
+            break
+        row_marker[r], col_marker[c] = c, r
+        count += 1
+        if 0 < topk < count:    # MXNet stops after topk + 1 matches
+            break
+    return row_marker, col_marker
+
+
+def _matching_compute(xp, data, *, is_ascend, threshold, topk):
+    host = np.asarray(data.get() if hasattr(data, "get") else data)
+    rows, cols = host.shape[-2:]
+    flat = host.reshape(-1, rows, cols)
+    pairs = [_match_one(b, np.float32(threshold).astype(host.dtype), is_ascend, topk)
+             for b in flat]
+    row_marker = np.stack([p[0] for p in pairs]).reshape(host.shape[:-1])
+    col_marker = np.stack([p[1] for p in pairs]).reshape(host.shape[:-2] + (cols,))
+    return xp.asarray(row_marker), xp.asarray(col_marker)
+
+
+def _matching_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    if data is None:
+        return in_shapes, [None, None]
+    if len(data) < 2:
+        raise MXNetError(f"bipartite_matching: the score matrix must have 2 or more "
+                         f"dimensions, got shape {data}")
+    return in_shapes, [data[:-1], data[:-2] + data[-1:]]
+
+
+register(OpDef(
+    "_contrib_bipartite_matching",
+    attrs={"is_ascend": Bool(default=False, doc="lower scores match first"),
+           "threshold": Float(doc="scores must be above it (below with is_ascend)"),
+           "topk": Int(default=-1, doc="stop after this many matches (-1: no limit)")},
+    compute=_matching_compute, infer_shape=_matching_shape,
+    infer_type=lambda a, t: (t, [t[0], t[0]]), num_outputs=2, host_sync=True,
+    output_names=("output0", "output1"), views=False,
+    grad=lambda F, ins, outs, gouts, **a: [F.zeros_like(ins[0])],
+    doc="Greedy bipartite matching of a (..., rows, cols) score matrix, best scores first: "
+        "the matched column of each row and the matched row of each column (-1: none). As "
+        "in MXNet, topk=k stops after k + 1 matches.",
+    example="rows, cols = nd.contrib.bipartite_matching(ious, threshold=1e-12)"))
