@@ -119,6 +119,8 @@ def _shape_culprits(symbol, given):
     """``[(name, implied shape or None)]``: the variables without whose given shape the
     others are consistent (``implied``: the shape the others then give it)."""
     culprits = []
+    if len(given) > _MAX_CULPRIT_SEARCH:  # one inference per input: not for 100k inputs
+        return culprits
     for name in given:
         graph = symbol._graph()
         try:
@@ -129,6 +131,10 @@ def _shape_culprits(symbol, given):
         culprits.append((name, None if implied is None else tuple(implied)))
     culprits.sort(key=lambda c: c[1] is None)  # the ones with a known implied shape first
     return culprits
+
+
+#: Above this many given shapes, a shape conflict is reported without naming the culprit.
+_MAX_CULPRIT_SEARCH = 64
 
 
 def _infer_bound_shapes(symbol, given, where):
@@ -254,8 +260,11 @@ class Executor:
         """The forward Graph with shapes inferred from the bound arrays (errors name the
         argument whose shape disagrees) and dtypes where they can be inferred."""
         graph = _infer_bound_shapes(self._symbol, self._given("shape"), "bind")
+        names = {}  # dtype -> name, once each (np.dtype(...).name is slow Python)
+        given = {k: names.get(v) or names.setdefault(v, np.dtype(v).name)
+                 for k, v in self._given("dtype").items()}
         try:
-            infer_types(graph, {k: np.dtype(v).name for k, v in self._given("dtype").items()})
+            infer_types(graph, given)
         except MXNetError:
             graph.dtypes.clear()  # mixed dtypes: let the ops decide at run time
         return graph
