@@ -94,6 +94,41 @@ def test_gluoncv_yolo3_detections_are_nms_ordered(mx):
     assert set(np.unique(ids[0, kept, 0])) <= set(range(20))
 
 
+def test_gluoncv_ssd_training_step(mx):
+    """GluonCV's SSD training building blocks: the target generator (box_iou,
+    bipartite_matching, box_encode), SSDMultiBoxLoss, backward and the Trainer."""
+    _needs("gluoncv")
+    import gluoncv
+    from gluoncv.model_zoo.ssd.target import SSDTargetGenerator
+
+    net = gluoncv.model_zoo.get_model("ssd_300_mobilenet0.25_voc", pretrained=False,
+                                      pretrained_base=False)
+    net.initialize()      # (Xavier refuses its BatchNorm gammas that have no init, as MXNet)
+    x = mx.nd.array(np.random.RandomState(9).uniform(-1, 1, (2, 3, 128, 128)))
+    with mx.autograd.train_mode():
+        cls_preds, _, anchors = net(x)
+    boxes = mx.nd.array([[[10, 10, 60, 70], [50, 40, 120, 110]],
+                         [[5, 5, 100, 100], [-1, -1, -1, -1]]])
+    ids = mx.nd.array([[[3], [7]], [[1], [-1]]])
+    targets = SSDTargetGenerator(iou_thresh=0.5, stds=(0.1, 0.1, 0.2, 0.2),
+                                 negative_mining_ratio=-1)(anchors, cls_preds, boxes, ids)
+    cls_targets, box_targets = targets[0], targets[1]
+    positive = cls_targets.asnumpy() > 0
+    assert positive.sum(axis=1).min() >= 1          # every image has a matched anchor
+    assert set(np.unique(cls_targets.asnumpy()[positive])) <= {2.0, 4.0, 8.0}  # ids + 1
+    loss_fn = gluoncv.loss.SSDMultiBoxLoss()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+    losses = []
+    for _ in range(3):
+        with mx.autograd.record():
+            cls_preds, box_preds, _ = net(x)
+            total, _, _ = loss_fn(cls_preds, box_preds, cls_targets, box_targets)
+            mx.autograd.backward(total)
+        trainer.step(1)
+        losses.append(sum(float(t.sum().asscalar()) for t in total))
+    assert losses[-1] < losses[0]
+
+
 # -- GluonNLP ---------------------------------------------------------------------------------
 
 def test_gluonnlp_language_model_hybridized_equal(mx):
