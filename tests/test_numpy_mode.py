@@ -46,6 +46,8 @@ def _compare(got, want, where, check_repr=True):
         if check_repr:
             same = np.array(values.astype(want["dtype"]).reshape(want["shape"]), ctx=got.ctx)
             assert repr(same) == want["repr"], f"{where}: {repr(same)!r} != {want['repr']!r}"
+    elif "scalar" in want:
+        assert str(got.dtype) == want["dtype"] and got.item() == want["scalar"], where
     elif "sequence" in want:
         assert len(got) == len(want["sequence"]), where
         for i, (g, w) in enumerate(zip(got, want["sequence"])):
@@ -263,3 +265,11 @@ def test_mxnet_imports_our_numpy_mode_export(tmp_path):
     got = json.loads(done.stdout.strip().splitlines()[-1])
     for g, w in zip(got, want):
         onp.testing.assert_allclose(onp.array(g), w, rtol=1e-6)
+
+
+def test_host_fallbacks_refuse_tracked_inputs_while_recording():
+    x = np.array([1.0, 2.0])
+    x.attach_grad()
+    assert int(np.count_nonzero(x)) == 2  # not recording: runs on the host
+    with autograd.record(), pytest.raises(mx.MXNetError, match="np.isclose runs NumPy"):
+        np.isclose(x, 1.0)

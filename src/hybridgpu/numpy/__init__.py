@@ -26,6 +26,8 @@ from .creation import *  # noqa: F403
 from .creation import __all__ as _creation_all
 from .extra import *  # noqa: F403
 from .extra import __all__ as _extra_all
+from .fallback import *  # noqa: F403
+from .fallback import __all__ as _fallback_all
 from .manipulation import *  # noqa: F403
 from .manipulation import __all__ as _manipulation_all
 from .math import BINARY as _BINARY
@@ -48,7 +50,11 @@ float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
 int8, int32, int64, uint8, bool_ = _onp.int8, _onp.int32, _onp.int64, _onp.uint8, _onp.bool_
 dtype = _onp.dtype
 pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
+NAN = NaN = nan
+PINF, NINF, PZERO, NZERO = inf, -inf, 0.0, -0.0
+bool = _onp.bool_  # noqa: A001 (MXNet's mx.np.bool)
+finfo = _onp.finfo
 
 __all__ = ["ndarray", "array", "asarray", "linalg", "random", "dot", "matmul", "tensordot",
            "clip", "where", "logical_not", "divide", "remainder", *_creation_all,
-           *_manipulation_all, *_reduce_all, *_extra_all, *_UNARY, *_BINARY]
+           *_manipulation_all, *_reduce_all, *_extra_all, *_fallback_all, *_UNARY, *_BINARY]
