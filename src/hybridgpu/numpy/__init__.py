@@ -43,6 +43,11 @@ for _name in _BINARY:
     globals()[_name] = make_binary(_name)
 divide = true_divide = globals()["true_divide"]  # noqa: F405
 remainder = globals()["mod"]  # noqa: F405
+row_stack = vstack  # noqa: F405
+round_ = around  # noqa: F405
+product = prod  # noqa: F405
+sometrue = any  # noqa: F405
+alltrue = all  # noqa: F405
 asarray = array
 
 # NumPy's dtypes and constants, as mx.np re-exports them
@@ -56,5 +61,6 @@ bool = _onp.bool_  # noqa: A001 (MXNet's mx.np.bool)
 finfo = _onp.finfo
 
 __all__ = ["ndarray", "array", "asarray", "linalg", "random", "dot", "matmul", "tensordot",
-           "clip", "where", "logical_not", "divide", "remainder", *_creation_all,
+           "clip", "where", "logical_not", "divide", "remainder", "row_stack", "round_",
+           "product", "sometrue", "alltrue", *_creation_all,
            *_manipulation_all, *_reduce_all, *_extra_all, *_fallback_all, *_UNARY, *_BINARY]

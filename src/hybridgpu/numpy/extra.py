@@ -25,7 +25,8 @@ from .multiarray import as_np
 __all__ = ["meshgrid", "outer", "cumsum", "sort", "argsort", "take", "diag", "isnan", "isinf",
            "isfinite", "around", "round", "copy", "allclose", "array_equal", "nonzero",
            "unique", "genfromtxt", "tril", "triu", "logspace", "diff", "trace", "inner", "vdot",
-           "average"]
+           "average", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d",
+           "column_stack", "dstack", "hsplit", "vsplit", "dsplit", "ediff1d", "roll"]
 
 
 def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
@@ -245,3 +246,105 @@ def average(a, axis=None, weights=None, returned=False):
         total = _sum(broadcast_to(w, a.shape), axis=axis)
         result = _sum(make_binary("multiply")(a, w), axis=axis) / total
     return (result, total) if returned else result
+
+
+# -- aliases and small compositions --------------------------------------------------------
+
+def fliplr(m):
+    """Columns reversed (axis 1)."""
+    return _dispatch.call("flip", [as_np(m)], {"axis": (1,)})
+
+
+def flipud(m):
+    """Rows reversed (axis 0)."""
+    return _dispatch.call("flip", [as_np(m)], {"axis": (0,)})
+
+
+def _at_least(arrays, ndim):
+    out = []
+    for a in arrays:
+        a = as_np(a)
+        shape = a.shape
+        if len(shape) < ndim:  # NumPy's placement: (n,) -> (1, n) or (1, n, 1); (m, n) -> (m, n, 1)
+            if not shape:
+                shape = (1,) * ndim
+            elif ndim == 2 or len(shape) == 1:
+                shape = ((1,) + shape + (1,))[:ndim]
+            else:
+                shape = shape + (1,)
+            a = reshape(a, shape)
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    """Each input with at least one dimension."""
+    return _at_least(arys, 1)
+
+
+def atleast_2d(*arys):
+    """Each input with at least two dimensions (vectors become rows)."""
+    return _at_least(arys, 2)
+
+
+def atleast_3d(*arys):
+    """Each input with at least three dimensions (NumPy's placement of the new axes)."""
+    return _at_least(arys, 3)
+
+
+def column_stack(tup):
+    """1-D arrays as columns of a 2-D array (2-D arrays as they are), joined on axis 1."""
+    from .manipulation import concatenate
+
+    cols = [as_np(a) for a in tup]
+    return concatenate([reshape(c, (-1, 1)) if c.ndim == 1 else c for c in cols], axis=1)
+
+
+def dstack(tup):
+    """Arrays joined along the third axis."""
+    from .manipulation import concatenate
+
+    return concatenate(atleast_3d(*tup) if len(tup) > 1 else [atleast_3d(*tup)], axis=2)
+
+
+def _split_on(ary, indices_or_sections, axis):
+    from .manipulation import split
+
+    return split(ary, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """``split`` along axis 1 (axis 0 for vectors)."""
+    return _split_on(ary, indices_or_sections, 1 if as_np(ary).ndim > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """``split`` along axis 0."""
+    return _split_on(ary, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    """``split`` along axis 2."""
+    return _split_on(ary, indices_or_sections, 2)
+
+
+def ediff1d(ary):
+    """Differences of the flattened array."""
+    return diff(reshape(as_np(ary), (-1,)))
+
+
+def roll(a, shift, axis=None):
+    """Elements shifted by ``shift`` along ``axis`` (of the flattened array when None),
+    wrapping around: two slices joined."""
+    from .manipulation import concatenate
+
+    a = as_np(a)
+    flat = axis is None
+    work, axis = (reshape(a, (-1,)), 0) if flat else (a, axis)
+    length = work.shape[axis]
+    cut = (length - shift % length) % length if length else 0
+    if cut:
+        head = _dispatch.call("slice_axis", [work], {"axis": axis, "begin": cut, "end": length})
+        tail = _dispatch.call("slice_axis", [work], {"axis": axis, "begin": 0, "end": cut})
+        work = concatenate([head, tail], axis=axis)
+    return reshape(work, a.shape) if flat else work
