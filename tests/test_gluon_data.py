@@ -630,4 +630,4 @@ def test_vision_transforms_match_mxnet():
     np.testing.assert_allclose(composed(image).asnumpy()[0, 0], [-4.0, -3.9058824], rtol=1e-6)
     assert type(composed[0]).__name__ == "HybridSequential" and len(composed) == 2
     with pytest.raises(AttributeError, match="image operators"):
-        transforms.RandomLighting  # noqa: B018  (RandomResizedCrop is here: issue 21)
+        transforms.RandomHue  # noqa: B018  (RandomResizedCrop, RandomLighting are here: issue 21)

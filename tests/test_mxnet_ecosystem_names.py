@@ -299,3 +299,22 @@ def test_foreach_while_loop_and_cond_run_as_mxnet():
     with pytest.raises(ValueError, match="max_iterations"):
         contrib.while_loop(lambda i: i < 1, lambda i: (i, [i]), [mx.nd.zeros(1)])
     assert contrib.cond(mx.nd.array([1]), lambda: "then", lambda: "else") == "then"
+
+
+def test_colour_transforms():
+    from hybridgpu.gluon.data.vision import transforms as tf
+
+    img = mx.nd.array(np.random.RandomState(1).randint(0, 256, (6, 7, 3)), dtype="uint8")
+    np.testing.assert_array_equal(tf.RandomBrightness(0.0)(img).asnumpy(), img.asnumpy())
+    lit = tf.RandomLighting(0.5)(img).asnumpy().astype(int) - img.asnumpy().astype(int)
+    inside = (img.asnumpy() > 60) & (img.asnumpy() < 190)      # away from the clamping
+    for c in range(3):
+        assert len(set(lit[..., c][inside[..., c]].tolist())) <= 2   # one shift per channel
+    mx.random.seed(2)
+    jittered = tf.RandomColorJitter(0.4, 0.4, 0.4)(img)
+    assert jittered.dtype == np.uint8 and jittered.shape == img.shape
+    assert not np.array_equal(jittered.asnumpy(), img.asnumpy())
+    with pytest.raises(mx.MXNetError, match="hue"):
+        tf.RandomColorJitter(hue=0.1)
+    with pytest.raises(mx.MXNetError, match="3 channels"):
+        mx.nd.image.random_brightness(mx.nd.ones((2, 2, 2)), 1.0, 1.0)

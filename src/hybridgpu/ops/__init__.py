@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     elemwise_unary,
     histogram,
     image,
+    image_color,
     index,
     join,
     linalg,

@@ -1,8 +1,9 @@
 """Image transforms that need no image decoding: ``Compose``, ``Cast``, ``ToTensor``,
 ``Normalize`` (MXNet 1.9's blocks, written with plain ops, so they run on NDArrays and trace
 as Symbols); ``Resize``, ``CenterCrop``, ``RandomResizedCrop`` and the random flips from
-``transforms_geometry``. Color jitter, lighting, rotation and the other random crops need image
-operators hybridgpu does not have; asking for them raises an ``AttributeError`` that says so.
+``transforms_geometry``; brightness, contrast, saturation, colour jitter and lighting from
+``transforms_color``. Hue, rotation and the other random crops need image operators hybridgpu
+does not have; asking for them raises an ``AttributeError`` that says so.
 
 Example:
     >>> import numpy as np
@@ -23,11 +24,12 @@ from ...hybrid_block import HybridBlock
 from ...nn import HybridSequential, Lambda, Sequential
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop",
-           "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom"]
+           "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom",
+           "RandomBrightness", "RandomContrast", "RandomSaturation", "RandomColorJitter",
+           "RandomLighting"]
 
-_NEEDS_IMAGE_OPS = {"CropResize", "RandomCrop", "RandomBrightness",
-                    "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
-                    "RandomLighting", "RandomRotation", "Rotate", "RandomApply"}
+_NEEDS_IMAGE_OPS = {"CropResize", "RandomCrop", "RandomHue", "RandomRotation", "Rotate",
+                    "RandomApply"}
 
 
 def __getattr__(name):
@@ -161,7 +163,14 @@ class Normalize(HybridBlock):
         return F.concat(*[(pieces[c] - mean[c]) / std[c] for c in range(channels)], dim=axis)
 
 
-# Resizing, cropping and flipping on hybridgpu.image's resize (issue 21: GluonCV's presets)
+# Colour, resizing, cropping and flipping transforms (issue 21: GluonCV's presets)
+from .transforms_color import (  # noqa: E402
+    RandomBrightness,
+    RandomColorJitter,
+    RandomContrast,
+    RandomLighting,
+    RandomSaturation,
+)
 from .transforms_geometry import (  # noqa: E402
     CenterCrop,
     RandomFlipLeftRight,
