@@ -279,7 +279,8 @@ def _check_allocation(graph, plan):
             computed += math.prod(shape) * np.dtype(dtype).itemsize
     heads = ", ".join(display(e.node.name) for e in graph.outputs[:3])
     check_model_bytes(plan.planned_bytes + computed, f"the model computing {heads}",
-                      f" ({plan.buffer_bytes} in buffers, {computed} by its ops' computes and copies)")
+                      f" ({plan.buffer_bytes} in buffers, {computed} by its ops' computes "
+                      "and copies)")
 
 
 def compile_graph(graph, ctx, is_train, flags=None):
