@@ -273,3 +273,29 @@ def test_host_fallbacks_refuse_tracked_inputs_while_recording():
     assert int(np.count_nonzero(x)) == 2  # not recording: runs on the host
     with autograd.record(), pytest.raises(mx.MXNetError, match="np.isclose runs NumPy"):
         np.isclose(x, 1.0)
+
+
+def test_random_distributions_have_their_moments():
+    mx.random.seed(0)
+    n = 20000
+    e = np.random.exponential(2.0, size=(n,)).asnumpy()
+    g = np.random.gamma(3.0, 2.0, size=(n,)).asnumpy()
+    p = np.random.poisson(4.0, size=(n,)).asnumpy()
+    u = np.random.uniform(-1.0, 3.0, size=(n,)).asnumpy()
+    z = np.random.normal(1.0, 2.0, size=(n,)).asnumpy()
+    for got, mean, var in ((e, 2.0, 4.0), (g, 6.0, 12.0), (p, 4.0, 4.0), (u, 1.0, 16 / 12),
+                           (z, 1.0, 4.0)):
+        assert abs(got.mean() - mean) < 5 * (var / n) ** 0.5
+        assert abs(got.var() - var) < 0.1 * var
+    assert np.random.gamma(2.0).shape == () and e.dtype == onp.float32
+
+
+def test_solve_gradient():
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    a.attach_grad()
+    with autograd.record():
+        y = np.linalg.solve(a, np.array([1.0, 2.0])).sum()
+    y.backward()
+    inv = onp.linalg.inv(a.asnumpy())
+    want = -onp.outer(inv.T @ onp.ones(2), inv @ onp.array([1.0, 2.0]))
+    onp.testing.assert_allclose(a.grad.asnumpy(), want, rtol=1e-5)

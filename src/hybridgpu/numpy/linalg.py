@@ -1,5 +1,6 @@
-"""``mx.np.linalg``: ``norm, inv, det, slogdet``, over the registry's ``_np_sum``, ``sqrt``,
-``_linalg_inverse``, ``_linalg_det`` and ``_linalg_slogdet`` (gradients included).
+"""``mx.np.linalg``: ``norm, inv, det, slogdet, cholesky, solve, matrix_power``, over the
+registry's ``_np_sum``, ``sqrt``, ``_linalg_inverse``, ``_linalg_det``, ``_linalg_slogdet``,
+``_linalg_potrf`` and ``_npi_matmul`` (gradients included).
 
 Example:
     >>> import hybridgpu as mx
@@ -15,7 +16,7 @@ from ..base import MXNetError
 from . import _dispatch
 from .multiarray import as_np
 
-__all__ = ["norm", "inv", "det", "slogdet"]
+__all__ = ["norm", "inv", "det", "slogdet", "cholesky", "solve", "matrix_power"]
 
 
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 (NumPy's argument name)
@@ -55,3 +56,33 @@ def slogdet(a):
     a = as_np(a)
     sign, logdet = _dispatch.call("_linalg_slogdet", [a])
     return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
+
+
+def cholesky(a):
+    """The lower Cholesky factor ``L`` of each symmetric positive-definite matrix
+    (``a = L @ L.T``)."""
+    return _dispatch.call("_linalg_potrf", [as_np(a)], {"lower": True})
+
+
+def solve(a, b):
+    """``x`` with ``a @ x = b`` (``b`` a vector or a stack of columns), as ``inv(a) @ b``."""
+    from .math import matmul
+
+    return matmul(inv(a), as_np(b))
+
+
+def matrix_power(a, n):
+    """``a`` multiplied by itself ``n`` times (``n < 0``: of its inverse)."""
+    from .math import matmul
+
+    a = as_np(a)
+    if n < 0:
+        a, n = inv(a), -n
+    if n == 0:
+        from .creation import eye
+
+        return eye(a.shape[-1], dtype=a.dtype, ctx=a.ctx) + a * 0
+    out = a
+    for _ in range(n - 1):
+        out = matmul(out, a)
+    return out

@@ -1,6 +1,8 @@
-"""``mx.np.random``: ``uniform, normal, randn, rand, randint, choice, shuffle, seed``, over the
-registry's random ops (``_random_uniform``, ``_random_normal``, ``_random_randint``,
-``_shuffle``, ``_sample_multinomial``), drawing from the generators ``mx.random.seed`` seeds.
+"""``mx.np.random``: ``uniform, normal, randn, rand, randint, choice, shuffle, exponential,
+gamma, poisson, seed``, over the registry's random ops (``_random_uniform``,
+``_random_normal``, ``_random_randint``, ``_random_exponential``, ``_random_gamma``,
+``_random_poisson``, ``_shuffle``, ``_sample_multinomial``), drawing from the generators
+``mx.random.seed`` seeds.
 
 Example:
     >>> import hybridgpu as mx
@@ -20,7 +22,8 @@ from ..ndarray import NDArray
 from . import _dispatch
 from .multiarray import as_np
 
-__all__ = ["uniform", "normal", "randn", "rand", "randint", "choice", "shuffle", "seed"]
+__all__ = ["uniform", "normal", "randn", "rand", "randint", "choice", "shuffle", "seed",
+           "exponential", "gamma", "poisson"]
 
 
 def _size(size):
@@ -106,6 +109,24 @@ def choice(a, size=None, replace=True, p=None, ctx=None, device=None, out=None):
     picked = index if pool is None else pool[index]
     picked = picked.reshape(()) if shape is None else picked.reshape(shape)
     return _finish(picked, out)
+
+
+def exponential(scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Draws from the exponential distribution of mean ``scale``."""
+    return _finish(_draw("_random_exponential", {"lam": 1.0 / float(scale), "dtype": dtype},
+                         size, ctx or device), out)
+
+
+def gamma(shape, scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Draws from the gamma distribution of ``shape`` (k) and ``scale`` (theta)."""
+    return _finish(_draw("_random_gamma", {"alpha": float(shape), "beta": float(scale),
+                                           "dtype": dtype}, size, ctx or device), out)
+
+
+def poisson(lam=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Draws from the Poisson distribution of mean ``lam`` (float32 counts, as MXNet's)."""
+    return _finish(_draw("_random_poisson", {"lam": float(lam), "dtype": dtype}, size,
+                         ctx or device), out)
 
 
 def shuffle(x):
