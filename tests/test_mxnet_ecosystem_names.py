@@ -318,3 +318,20 @@ def test_colour_transforms():
         tf.RandomColorJitter(hue=0.1)
     with pytest.raises(mx.MXNetError, match="3 channels"):
         mx.nd.image.random_brightness(mx.nd.ones((2, 2, 2)), 1.0, 1.0)
+
+
+def test_box_ops_have_mxnets_zero_gradient():
+    """box_iou, box_encode and box_decode: MXNet's gradient is zero (they feed targets)."""
+    rng = np.random.RandomState(3)
+    lo = rng.uniform(0, 4, (1, 4, 2))
+    boxes = mx.nd.array(np.concatenate([lo, lo + 2], axis=-1))
+    offsets = mx.nd.array(rng.uniform(-1, 1, (1, 4, 4)))
+    for array in (boxes, offsets):
+        array.attach_grad()
+    with mx.autograd.record():
+        total = (mx.nd.contrib.box_iou(boxes[0], boxes[0]).sum()
+                 + mx.nd.contrib.box_decode(offsets, boxes).sum()
+                 + mx.nd.contrib.box_encode(mx.nd.ones((1, 4)), mx.nd.zeros((1, 4)), boxes,
+                                            boxes, mx.nd.zeros(4), mx.nd.ones(4))[0].sum())
+    total.backward()
+    assert not boxes.grad.asnumpy().any() and not offsets.grad.asnumpy().any()

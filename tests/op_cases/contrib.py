@@ -257,6 +257,8 @@ CASES = [
            id="step-repeat"),
     OpCase("_contrib_arange_like", shapes=[(2, 3, 4)], attrs={"axis": -1},
            ref=arange_like_ref, grad=False, id="axis"),
+    OpCase("_contrib_arange_like", shapes=[(2, 3)], attrs={"start": 1.0},
+           ref=arange_like_ref, dtypes=("float64",), id="gradient-zero"),
     OpCase("multi_sum_sq", shapes=[(3,), (2, 2), (1,)], attrs={"num_arrays": 3},
            ref=lambda *xs, num_arrays: np.array([np.square(x.astype(np.float64)).sum()
                                                  for x in xs]).astype(np.float32),

@@ -308,3 +308,33 @@ CASES += [
            attrs={"threshold": 0.6, "is_ascend": True}, ref=matching_ref, grad=False,
            id="ascend"),
 ]
+
+
+# -- gradient checks (finite differences) ---------------------------------------------------
+
+def _nms_grad_input(rng, dtype):
+    """Distinct positive scores and class ids 0.5, 1.5, 2.5 (read as 0, 1, 2, also when
+    perturbed): a small perturbation changes no decision, so the output is a selection of
+    input rows."""
+    ids = rng.randint(0, 3, (2, 8, 1)).astype(dtype) + 0.5
+    scores = (rng.permutation(16).reshape(2, 8, 1) + 1).astype(dtype) / 20
+    lo = rng.uniform(0, 4, (2, 8, 2))
+    return [np.concatenate([ids, scores, lo, lo + rng.uniform(1, 4, (2, 8, 2))],
+                           axis=-1).astype(dtype)]
+
+
+CASES += [
+    OpCase("_contrib_box_nms", make=_nms_grad_input, ref=nms_ref, dtypes=("float64",),
+           attrs={"id_index": 0, "overlap_thresh": 0.3}, id="gradient"),
+    OpCase("amp_multicast", make=_mixed("float64", "float64"), attrs={"num_outputs": 2},
+           ref=multicast_ref, dtypes=("float64",), id="gradient"),
+    OpCase("_contrib_bipartite_matching", make=_scores, attrs={"threshold": 0.2},
+           ref=matching_ref, dtypes=("float64",), id="gradient"),
+]
+
+#: ops whose MXNet gradient is zero by definition (not their derivative), checked by
+#: tests/test_mxnet_ecosystem_names.py::test_box_ops_have_mxnets_zero_gradient
+TESTED_ELSEWHERE = {
+    name: "MXNet defines its gradient as zero (test_box_ops_have_mxnets_zero_gradient)"
+    for name in ("_contrib_box_iou", "_contrib_box_encode", "_contrib_box_decode")
+}
