@@ -129,6 +129,24 @@ def test_gluoncv_ssd_training_step(mx):
     assert losses[-1] < losses[0]
 
 
+def test_gluoncv_data_presets(mx):
+    """GluonCV's ImageNet eval preset (Resize, CenterCrop, to_tensor, normalize) and its SSD
+    and YOLOv3 training transforms (random expand/crop/flip, colour distortion, imresize
+    through mxnet.image.image._get_interp_method) on one uint8 image with boxes."""
+    _needs("gluoncv")
+    from gluoncv.data.transforms import presets
+
+    img = mx.nd.array(np.random.RandomState(10).randint(0, 256, (60, 80, 3)), dtype="uint8")
+    tensor = presets.imagenet.transform_eval(img, resize_short=32, crop_size=24)
+    assert tensor.shape == (1, 3, 24, 24) and tensor.dtype == np.float32
+    label = np.array([[5, 5, 40, 50, 3], [30, 20, 70, 55, 7]], "f4")
+    for transform in (presets.ssd.SSDDefaultTrainTransform(64, 64),
+                      presets.yolo.YOLO3DefaultTrainTransform(64, 64)):
+        image, boxes = transform(img, label)
+        assert image.shape == (3, 64, 64) and boxes.shape[1] == 5
+        assert (boxes[:, :4] >= 0).all() and (boxes[:, :4] <= 64).all()
+
+
 # -- GluonNLP ---------------------------------------------------------------------------------
 
 def test_gluonnlp_language_model_hybridized_equal(mx):
