@@ -335,3 +335,9 @@ def test_box_ops_have_mxnets_zero_gradient():
                                             boxes, mx.nd.zeros(4), mx.nd.ones(4))[0].sum())
     total.backward()
     assert not boxes.grad.asnumpy().any() and not offsets.grad.asnumpy().any()
+
+
+def test_reset_ctx_on_an_uninitialized_parameter_is_a_value_error():
+    """MXNet raises ValueError, which GluonCV's R-CNN builders catch and skip."""
+    with pytest.raises(ValueError, match="has not been initialized"):
+        mx.gluon.Parameter("w", shape=(2,)).reset_ctx(mx.cpu())

@@ -58,6 +58,11 @@ class ParameterNotInDictError(MXNetError, AssertionError):
     ``AssertionError``)."""
 
 
+class ParameterNotInitializedError(MXNetError, ValueError):
+    """``reset_ctx`` on a parameter neither initialized nor waiting for deferred
+    initialization (MXNet: ``ValueError``, which GluonCV's R-CNN builders catch)."""
+
+
 
 def _shape_known(shape):
     return shape is not None and all(d > 0 for d in shape)
@@ -298,8 +303,9 @@ class Parameter(MXNetPrivateNames):
         elif self._deferred_init:
             self._deferred_init = (self._deferred_init[0], contexts, self._deferred_init[2])
         else:
-            raise MXNetError(f"Cannot reset context for Parameter {self.name!r} because it has "
-                             "not been initialized.")
+            raise ParameterNotInitializedError(
+                f"Cannot reset context for Parameter {self.name!r} because it has not been "
+                "initialized.")
 
     def cast(self, dtype):
         """Convert data and gradients to ``dtype``."""
