@@ -450,3 +450,11 @@ def test_runtime_features_say_what_hybridgpu_offers():
     with pytest.raises(RuntimeError, match="unknown"):
         features.is_enabled("WARP_DRIVE")
     assert repr(features["PROFILER"]) == "✔ PROFILER"
+
+
+def test_ndarray_reshape_like_takes_rhs_by_keyword():
+    x = mx.nd.arange(6).reshape((2, 3))
+    assert x.reshape_like(rhs=mx.nd.ones((3, 2))).shape == (3, 2)
+    assert x.reshape_like(mx.nd.ones((6,))).shape == (6,)
+    with pytest.raises(TypeError, match="once"):
+        x.reshape_like()

@@ -237,9 +237,14 @@ class NDArray:
             return invoke(op, [self], op.parse_attrs({"shape": new_shape}))
         return NDArray(self._data.reshape(new_shape), self._ctx)
 
-    def reshape_like(self, other, **kwargs):
-        """A view with the shape of ``other``; with MXNet's ``lhs_begin``/``lhs_end``/
-        ``rhs_begin``/``rhs_end`` (GluonNLP's BERT), the ``reshape_like`` op over those axes."""
+    def reshape_like(self, other=None, rhs=None, **kwargs):
+        """A view with the shape of ``other`` (or ``rhs=``, the op's argument name, as MXNet's
+        fluent method takes it); with MXNet's ``lhs_begin``/``lhs_end``/``rhs_begin``/
+        ``rhs_end`` (GluonNLP's BERT), the ``reshape_like`` op over those axes."""
+        if (other is None) == (rhs is None):
+            raise TypeError("reshape_like takes the array whose shape to use once: "
+                            "reshape_like(other) or reshape_like(rhs=other)")
+        other = rhs if other is None else other
         if not kwargs:
             return self.reshape(other.shape)
         from .imperative import invoke
