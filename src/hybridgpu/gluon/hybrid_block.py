@@ -293,10 +293,10 @@ class HybridBlock(Block):
         if isinstance(x, NumpyArray) and not in_numpy_mode():
             with numpy_call():  # mx.np inputs: NumPy mode for this call (numpy_mode.py)
                 return self.forward(x, *args)
-        if not args and self._active and type(x) is NDArray:
+        if not args and self._active and (type(x) is NDArray or type(x) is NumpyArray):
             out = self._replay_one(x)
             if out is not None:
-                return out
+                return out if type(x) is NDArray else to_numpy(out)
         if not isinstance(x, NDArray):
             raise BlockInputError(
                 f"In HybridBlock, there must be one NDArray or one Symbol in the input. Please "

@@ -22,8 +22,10 @@ import numbers
 
 import numpy as onp
 
+from .. import ops
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..ndarray.imperative import invoke
 from . import _dispatch
 from .dtypes import binary_result, divide_result, scalar_result
 from .multiarray import as_np
@@ -32,6 +34,7 @@ __all__ = ["dot", "matmul", "tensordot", "clip", "where", "cast_to", "UNARY", "B
            "true_divide", "divide"]
 
 _BOOL = onp.dtype(onp.bool_)
+_NO_ATTRS: dict = {}
 
 # np name -> registry op (MXNet 1.9 keeps an integer input's dtype for these)
 UNARY = {
@@ -124,8 +127,19 @@ def make_binary(name):
     """The ``mx.np.<name>`` function of table ``BINARY``."""
     array_op, scalar_op, rscalar_op, kind = BINARY[name]
     numpy_fn = getattr(onp, name)
+    array_def, scalar_def = ops.get(array_op), ops.get(scalar_op)
+    float_kinds = "f" if kind == "divide" else "fiu"
+    wrap, ndarray = _dispatch.wrap, _dispatch.ndarray_class()
 
     def function(x1, x2, out=None, **kwargs):
+        # the common cases first: two arrays of one dtype, an array and a Python number
+        if out is None and kind != "compare" and type(x1) is ndarray:
+            dtype = x1._data.dtype
+            if type(x2) is ndarray and x2._data.dtype is dtype and dtype.kind in float_kinds:
+                return wrap(invoke(array_def, [x1, x2], _NO_ATTRS))
+            if type(x2) in (int, float) and dtype.kind in float_kinds and (
+                    kind != "arith" or dtype.kind != "b"):
+                return wrap(invoke(scalar_def, [x1], {"scalar": x2, "is_int": True}))
         if is_scalar(x1) and is_scalar(x2):
             from .multiarray import array
 
