@@ -458,3 +458,11 @@ def test_ndarray_reshape_like_takes_rhs_by_keyword():
     assert x.reshape_like(mx.nd.ones((6,))).shape == (6,)
     with pytest.raises(TypeError, match="once"):
         x.reshape_like()
+
+
+def test_ndarray_reshape_to_another_size_is_a_value_error():
+    with pytest.raises(ValueError, match=r"cannot reshape \(2, 3, 5\) with shape=\(2, 3\)"):
+        mx.nd.ones((2, 3, 5)).reshape((2, 3))
+    with pytest.raises(mx.base.MXNetError):  # still hybridgpu's error too
+        mx.nd.ones((2, 3, 5)).reshape(7)
+    assert mx.nd.ones((2, 3, 5)).reshape((5, 6)).shape == (5, 6)

@@ -149,6 +149,16 @@ class ArgumentTypeError(TypeError, AssertionError):
     """
 
 
+class ReshapeSizeError(MXNetError, ValueError):
+    """``NDArray.reshape`` to a shape of another size: MXNet 1.9.1 raises ``ValueError``
+    there, hybridgpu's shape errors are ``MXNetError``; this is both.
+
+    Example:
+        >>> issubclass(ReshapeSizeError, ValueError), issubclass(ReshapeSizeError, MXNetError)
+        (True, True)
+    """
+
+
 # MXNet's Python-type tuples and helpers, which GluonCV and GluonNLP import from mxnet.base
 # (issue 21). numpy's scalar types count as numbers, as in MXNet.
 import numpy as _np  # noqa: E402

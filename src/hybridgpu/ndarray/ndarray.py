@@ -17,10 +17,12 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import numpy_interop, ops, tape
-from ..base import MXNetError
+from ..base import MXNetError, ReshapeSizeError
 from ..context import Context, current_context
 from ..ops.reshape_codes import target_shape
 
@@ -229,7 +231,13 @@ class NDArray:
             shape = shape[0]
         if kwargs:
             raise TypeError(f"reshape got unexpected keyword arguments {sorted(kwargs)}")
-        new_shape = target_shape(self.shape, tuple(shape), reverse)
+        try:
+            new_shape = target_shape(self.shape, tuple(shape), reverse)
+        except MXNetError as err:
+            if all(isinstance(d, int) and d > 0 for d in shape) and \
+                    math.prod(shape) != self.size:  # where MXNet raises ValueError
+                raise ReshapeSizeError(str(err)) from None
+            raise
         if tape.tracked(self):  # recorded as the Reshape op, so gradients flow through it
             from .imperative import invoke
 
