@@ -466,3 +466,14 @@ def test_ndarray_reshape_to_another_size_is_a_value_error():
     with pytest.raises(mx.base.MXNetError):  # still hybridgpu's error too
         mx.nd.ones((2, 3, 5)).reshape(7)
     assert mx.nd.ones((2, 3, 5)).reshape((5, 6)).shape == (5, 6)
+
+
+def test_constant_initializer_dumps_an_array_value_as_a_list():
+    import json
+
+    init = mx.init.Constant(mx.nd.ones((2, 1)))
+    assert init.dumps() == '["constant", {"value": [[1.0], [1.0]]}]'
+    assert init.dumps() == json.dumps(["constant", init._kwargs])
+    w = mx.nd.zeros((2, 1))
+    init(mx.init.InitDesc("w_weight"), w)
+    assert w.asnumpy().tolist() == [[1.0], [1.0]]

@@ -524,6 +524,12 @@ class Constant(Initializer):
     def _init_weight(self, name, arr):
         _fill(name, arr, self.value)
 
+    def dumps(self):
+        # as MXNet's: an array value is kept in its list form from now on (``_kwargs`` can
+        # then be written as JSON by the caller too); ``value`` still holds the array
+        self._kwargs["value"] = _jsonable(self._kwargs["value"])
+        return super().dumps()
+
 
 @register
 class Orthogonal(Initializer):
