@@ -15,7 +15,7 @@ Example:
     >>> w, g = mx.nd.ones((2,)), mx.nd.full((2,), 0.5)
     >>> m, v = mx.nd.zeros((2,)), mx.nd.zeros((2,))
     >>> _ = mx.nd.contrib.adamw_update(w, g, m, v, mx.nd.ones((1,)), lr=0.1, eta=1.0, out=w)
-    >>> w.asnumpy().round(4).tolist(), m.asnumpy().round(4).tolist()
+    >>> [round(float(v), 4) for v in w.asnumpy()], [round(float(v), 4) for v in m.asnumpy()]
     ([0.6838, 0.6838], [0.05, 0.05])
 """
 
