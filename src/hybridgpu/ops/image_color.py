@@ -71,7 +71,8 @@ def _lighting(xp, x, alpha):
 
 
 def _uniform(rng, low, high):
-    return float(np.float32(rng.uniform(low, high)))
+    """One float32 draw as a Python float (float() first: CuPy's scalars refuse NumPy)."""
+    return float(np.float32(float(rng.uniform(low, high))))
 
 
 def _enhance(name, fn):
@@ -102,7 +103,7 @@ def _jitter(xp, data, *, brightness, contrast, saturation, hue, rng):
         raise MXNetError("random_color_jitter: hue jitter (hue > 0) is not ported; use "
                          "hue=0")
     out = data
-    for step in rng.permutation(4).tolist():
+    for step in [int(v) for v in rng.permutation(4).tolist()]:
         if step == 0 and brightness > 0:
             out = _brightness(xp, out, 1.0 + _uniform(rng, -brightness, brightness))
         elif step == 1 and contrast > 0:
@@ -137,7 +138,7 @@ register(OpDef(
 
 def _random_lighting(xp, data, *, alpha_std, rng):
     _check("random_lighting", data)
-    alpha = [float(np.float32(rng.normal(0.0, alpha_std))) for _ in range(3)]
+    alpha = [float(np.float32(float(rng.normal(0.0, alpha_std)))) for _ in range(3)]
     return _lighting(xp, data, alpha)
 
 
