@@ -161,3 +161,22 @@ def test_a_sitecustomize_installs_it_without_importing_hybridgpu(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1"
 
+
+
+def test_legacy_numpy_names_come_back_as_the_builtins_they_meant(monkeypatch):
+    """GluonCV's anchor code says ``dtype=np.float`` (removed in NumPy 1.24): the alias puts
+    back the removed names NumPy lacks, as the builtins they stood for, and replaces none."""
+    import numpy as np
+
+    for name in mxnet_alias.LEGACY_NUMPY_NAMES:
+        if name in vars(np) and vars(np)[name] is not mxnet_alias.LEGACY_NUMPY_NAMES[name]:
+            continue  # NumPy's own (np.bool and np.long on NumPy 2): never touched
+        monkeypatch.delattr(np, name, raising=False)
+    kept = {name: vars(np)[name] for name in mxnet_alias.LEGACY_NUMPY_NAMES if name in vars(np)}
+    restored = mxnet_alias.restore_legacy_numpy_names()
+    assert sorted(restored) == sorted(set(mxnet_alias.LEGACY_NUMPY_NAMES) - set(kept))
+    assert "float" in restored and np.float is float and np.int is int and np.object is object
+    assert np.array([1, 2], dtype=np.float).dtype == np.float64
+    for name, value in kept.items():
+        assert vars(np)[name] is value
+    assert mxnet_alias.restore_legacy_numpy_names() == []

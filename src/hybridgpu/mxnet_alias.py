@@ -20,6 +20,12 @@ What the alias does, and all it does:
   it reports the MXNet release hybridgpu follows (``MXNET_VERSION``, "1.9.1"), which the
   packages' version checks accept (GluonCV refuses anything below 1.4). hybridgpu's own
   version stays ``hybridgpu.__version__`` (also ``mxnet.__hybridgpu_version__``).
+- The code these packages hold was written for NumPy before 1.24, whose scalar-type aliases
+  (``np.float``, ``np.int``, ``np.object``, ``np.str``, ``np.complex``, ``np.unicode``, and
+  ``np.bool``/``np.long`` where NumPy lacks them) meant the Python builtins; GluonCV's anchors
+  say ``dtype=np.float``. ``install`` puts back those that the running NumPy removed, as the
+  builtins they stood for (``legacy_numpy_names=False`` leaves NumPy alone). It adds names
+  only: nothing NumPy has is replaced.
 - It never shadows a real MXNet silently: if an ``mxnet`` distribution is installed (found
   on ``sys.path``) or a different ``mxnet`` is already imported, ``install`` refuses with
   ``MXNetAliasError`` unless ``force=True``.
@@ -57,7 +63,8 @@ import importlib.util
 import sys
 import types
 
-__all__ = ["MXNET_VERSION", "MXNetAliasError", "install", "uninstall", "is_installed"]
+__all__ = ["MXNET_VERSION", "MXNetAliasError", "install", "uninstall", "is_installed",
+           "restore_legacy_numpy_names", "LEGACY_NUMPY_NAMES"]
 
 #: The MXNet release whose behaviour hybridgpu follows; ``mxnet.__version__`` under the alias.
 MXNET_VERSION = "1.9.1"
@@ -159,11 +166,35 @@ def _is_finder(finder):
     return getattr(finder, "_hybridgpu_mxnet_alias", False) is True
 
 
-def install(force=False, load=True):
+#: NumPy's scalar-type aliases that NumPy 1.24 removed: name -> the builtin it meant.
+LEGACY_NUMPY_NAMES = {"float": float, "int": int, "complex": complex, "object": object,
+                      "str": str, "unicode": str, "bool": bool, "long": int}
+
+
+def restore_legacy_numpy_names():
+    """Give NumPy back the aliases of ``LEGACY_NUMPY_NAMES`` it lacks; returns their names.
+
+    Example:
+        >>> import numpy as np
+        >>> _ = restore_legacy_numpy_names()
+        >>> np.array([1, 2], dtype=np.float).dtype
+        dtype('float64')
+    """
+    import numpy
+
+    missing = [name for name in LEGACY_NUMPY_NAMES if name not in vars(numpy)]
+    for name in missing:
+        setattr(numpy, name, LEGACY_NUMPY_NAMES[name])
+    return missing
+
+
+def install(force=False, load=True, legacy_numpy_names=True):
     """Make ``import mxnet`` (and every ``mxnet.X``) give hybridgpu; returns the ``mxnet``
     module (``load=False``: returns None and imports nothing yet, for a ``sitecustomize``).
     Idempotent. Refuses (``MXNetAliasError``) when a real MXNet is installed or already
-    imported, unless ``force=True`` (then hybridgpu wins for this process).
+    imported, unless ``force=True`` (then hybridgpu wins for this process). With
+    ``legacy_numpy_names`` it restores NumPy's removed scalar-type aliases
+    (``restore_legacy_numpy_names``), which the packages' code still uses.
 
     Example:
         >>> import hybridgpu
@@ -182,6 +213,8 @@ def install(force=False, load=True):
             f"a real MXNet is installed ({real}); hybridgpu will not shadow it silently. "
             f"Uninstall it, use another environment, or pass force=True to use hybridgpu "
             f"for 'import mxnet' in this process")
+    if legacy_numpy_names:
+        restore_legacy_numpy_names()
     if not is_installed():
         sys.meta_path.insert(0, _AliasFinder())
     if loaded is not None and not getattr(loaded, "__hybridgpu_version__", None):
