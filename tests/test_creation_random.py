@@ -20,10 +20,11 @@ from hybridgpu.ndarray.register import namespace_of
 MXNET_SIGNATURES = {
     nd.zeros: "(shape, ctx=None, dtype=None, stype=None, **kwargs)",
     nd.ones: "(shape, ctx=None, dtype=None, **kwargs)",
-    nd.full: "(shape, val, ctx=None, dtype='float32', out=None)",
+    # MXNet's default is base.mx_real_t, numpy.float32 (as printed by MXNet 1.9.1)
+    nd.full: "(shape, val, ctx=None, dtype=<class 'numpy.float32'>, out=None)",
     nd.arange: "(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, "
-               "dtype='float32')",
-    nd.linspace: "(start, stop, num, endpoint=True, ctx=None, dtype='float32')",
+               "dtype=<class 'numpy.float32'>)",
+    nd.linspace: "(start, stop, num, endpoint=True, ctx=None, dtype=<class 'numpy.float32'>)",
     nd.eye: "(N, M=0, k=0, ctx=None, dtype=None, **kwargs)",
     nd.empty: "(shape, ctx=None, dtype=None, stype=None)",
     nd.random.uniform: "(low=0, high=1, shape=_Null, dtype=_Null, ctx=None, out=None, "
