@@ -45,7 +45,9 @@ _MAP_FAILED = ctypes.c_void_p(-1).value
 PAGE = 4096
 ALIGN = 256  # cudaMalloc's alignment
 
-_lock = threading.Lock()
+# reentrant: a Memory's finalizer (_unmap) may run from a garbage collection triggered by an
+# allocation made while this thread holds the lock
+_lock = threading.RLock()
 _starts: list[int] = []  # sorted start addresses of live allocations
 _by_start: dict[int, weakref.ref] = {}
 _used: dict[int, int] = {}  # bytes in use per device id
