@@ -187,8 +187,9 @@ class RawKernel:
         def run():
             _keep = (values, cfg, slots)  # noqa: F841  (alive while recorded in a graph)
             report = _Report()
+            out = ctypes.byref(report)  # allocated before the lock: a finalizer may launch
             with _one_launch_at_a_time:
-                status = fn(cfg, slots, ctypes.byref(report))
+                status = fn(cfg, slots, out)
             if status != 0:
                 raise _fault(self.name, report)
 
