@@ -653,6 +653,10 @@ HOST_SYNCS = {
     "_contrib_mp_adamw_update": "the same rescale_grad check as _contrib_adamw_update",
     "_multi_adamw_update": "the same rescale_grad check, once for all weights",
     "_multi_mp_adamw_update": "the same rescale_grad check, once for all weights",
+    "_backward_contrib_box_nms": "its boolean-mask indexing reads the result size on the host",
+    "_contrib_bipartite_matching": "matches greedily, best score first, on the host",
+    "_image_random_color_jitter": "draws the order of its three jitters and reads it on the "
+                                  "host, as MXNet's Python does",
 }
 
 
@@ -665,10 +669,7 @@ def _parsed(case):
 
 # Defects the guard found in ops of other changes, reported to their owners: the case fails
 # until the op is fixed (strict: a fixed op makes its entry fail, so the entry goes).
-KNOWN_DEFECTS = {
-    "_backward_contrib_box_nms": "its boolean-mask indexing reads the result size on the host, "
-                                 "and the op does not declare host_sync (ops/contrib_box.py)",
-}
+KNOWN_DEFECTS = {}
 
 
 @pytest.mark.parametrize("case", [

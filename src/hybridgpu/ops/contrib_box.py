@@ -203,7 +203,7 @@ def _nms_backward_compute(xp, ograd, record, **attrs):
 register(OpDef(
     "_backward_contrib_box_nms", inputs=("ograd", "record"), attrs=_NMS_ATTRS,
     compute=_nms_backward_compute, infer_shape=lambda a, s: (s, [s[0]]),
-    infer_type=lambda a, t: (t, [t[0]]), views=False,
+    infer_type=lambda a, t: (t, [t[0]]), views=False, host_sync=True,
     doc="Gradient of box_nms: each output row's gradient back at the input row it copied.",
     example="nd._backward_contrib_box_nms(g, record)"))
 

@@ -117,7 +117,7 @@ register(OpDef(
     "_image_random_color_jitter",
     attrs={"brightness": Float(doc="brightness jitter"), "contrast": Float(doc="contrast"),
            "saturation": Float(doc="saturation"), "hue": Float(doc="hue (0 only)")},
-    compute=_jitter, random=True, views=False, **_IMAGE_SHAPE,
+    compute=_jitter, random=True, views=False, host_sync=True, **_IMAGE_SHAPE,
     doc="Brightness, contrast and saturation jitter (each 1 +- its amount) in random order.",
     example="nd.image.random_color_jitter(img, 0.4, 0.4, 0.4, 0)"))
 
