@@ -657,6 +657,9 @@ HOST_SYNCS = {
     "_contrib_bipartite_matching": "matches greedily, best score first, on the host",
     "_image_random_color_jitter": "draws the order of its three jitters and reads it on the "
                                   "host, as MXNet's Python does",
+    "_contrib_ROIAlign": "sample_ratio <= 0: reads the largest adaptive sample grid on the "
+                         "host, which sizes the sample axis",
+    "_backward_ROIAlign": "the same adaptive grid read as _contrib_ROIAlign",
 }
 
 

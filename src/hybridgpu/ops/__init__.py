@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     contrib_box,
     contrib_nn,
     contrib_optim,
+    contrib_roi,
     conv,
     creation,
     custom,
