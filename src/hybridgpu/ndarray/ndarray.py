@@ -28,6 +28,9 @@ from ..ops.reshape_codes import target_shape
 
 __all__ = ["NDArray", "to_device_array", "check_not_recorded"]
 
+#: Python's ``slice`` under MXNet's name for it in this module (its tests import it)
+py_slice = slice
+
 
 def to_device_array(data, src_ctx, dst_ctx, copy=True):
     """Move a numpy/cupy array from ``src_ctx`` to ``dst_ctx`` (a copy unless ``copy=False``
