@@ -25,9 +25,11 @@ def _attrs(name):
     return {k: tuple(v) if isinstance(v, list) else v for k, v in SPEC[name]["attrs"].items()}
 
 
-def _run(name, hybridize=False):
+def _run(name, hybridize=False, ctx=None):
     """(output, data gradient, rois gradient) of a fixture case, through autograd."""
-    data, rois = mx.nd.array(ARRAYS[f"{name}/data"]), mx.nd.array(ARRAYS[f"{name}/rois"])
+    ctx = ctx or mx.cpu()
+    data = mx.nd.array(ARRAYS[f"{name}/data"], ctx=ctx)
+    rois = mx.nd.array(ARRAYS[f"{name}/rois"], ctx=ctx)
     data.attach_grad()
     rois.attach_grad()
 
@@ -40,7 +42,7 @@ def _run(name, hybridize=False):
         net.hybridize()
     with mx.autograd.record():
         out = net(data, rois)
-    out.backward(mx.nd.array(ARRAYS[f"{name}/head"]))
+    out.backward(mx.nd.array(ARRAYS[f"{name}/head"], ctx=ctx))
     return out.asnumpy(), data.grad.asnumpy(), rois.grad.asnumpy()
 
 
@@ -51,6 +53,15 @@ def test_matches_mxnet(name, hybridize):
     np.testing.assert_allclose(out, ARRAYS[f"{name}/out"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grad_data, ARRAYS[f"{name}/grad_data"], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(grad_rois, ARRAYS[f"{name}/grad_rois"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["adaptive", "ratio2_aligned", "position_sensitive"])
+def test_matches_mxnet_on_gpu(name, gpu_available):
+    """The same numbers through the GPU path (CuPy, or the virtual GPU), hybridized."""
+    out, grad_data, _ = _run(name, hybridize=True, ctx=gpu_available)
+    np.testing.assert_allclose(out, ARRAYS[f"{name}/out"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad_data, ARRAYS[f"{name}/grad_data"], rtol=1e-5, atol=1e-6)
 
 
 def test_fixture_rois_reach_the_edge_rules():

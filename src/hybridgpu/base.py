@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 __all__ = ["MXNetError", "NotImplementedForSymbol", "ArgumentTypeError", "mx_real_t",
-           "DTYPE_TO_FLAG", "dtype_of_flag"]
+           "DTYPE_TO_FLAG", "dtype_of_flag", "STYPE_TO_FLAG"]
 
 #: The default floating point type: the NumPy type, as in MXNet (``infer_type`` results and
 #: NDArray dtypes compare equal to it).
@@ -24,6 +24,10 @@ mx_real_t = np.float32
 DTYPE_TO_FLAG = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
                  "int64": 6, "bool": 7}
 _FLAG_TO_DTYPE = {flag: name for name, flag in DTYPE_TO_FLAG.items()}
+
+#: MXNet's storage-type flags (a variable's ``__storage_type__`` in symbol JSON, the storage
+#: type of an array in a ``.params`` file).
+STYPE_TO_FLAG = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
 
 
 def dtype_of_flag(flag):
