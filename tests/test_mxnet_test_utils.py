@@ -477,3 +477,12 @@ def test_constant_initializer_dumps_an_array_value_as_a_list():
     w = mx.nd.zeros((2, 1))
     init(mx.init.InitDesc("w_weight"), w)
     assert w.asnumpy().tolist() == [[1.0], [1.0]]
+
+
+def test_storage_type_flags_match_mxnet():
+    from hybridgpu.ndarray import ndarray as nd_module
+
+    assert nd_module._STORAGE_TYPE_STR_TO_ID == {"undefined": -1, "default": 0,
+                                                 "row_sparse": 1, "csr": 2}
+    assert nd_module._STORAGE_TYPE_ID_TO_STR[2] == "csr"
+    assert nd_module.py_slice is slice

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from .. import numpy_interop, ops, tape
-from ..base import MXNetError, ReshapeSizeError
+from ..base import STYPE_TO_FLAG, MXNetError, ReshapeSizeError
 from ..context import Context, current_context
 from ..ops.reshape_codes import target_shape
 
@@ -30,6 +30,9 @@ __all__ = ["NDArray", "to_device_array", "check_not_recorded"]
 
 #: Python's ``slice`` under MXNet's name for it in this module (its tests import it)
 py_slice = slice
+#: MXNet's names for the storage-type flags (``base.STYPE_TO_FLAG``) and back
+_STORAGE_TYPE_STR_TO_ID = dict(STYPE_TO_FLAG)
+_STORAGE_TYPE_ID_TO_STR = {flag: name for name, flag in STYPE_TO_FLAG.items()}
 
 
 def to_device_array(data, src_ctx, dst_ctx, copy=True):
