@@ -62,6 +62,11 @@ MODELS = [
      {"pretrained_base": False, "crop_size": 64, "base_size": 64}),
     ("SimplePose", "simple_pose_resnet18_v1b", (1, 3, 64, 48), {"pretrained_base": False}),
     ("I3D", "i3d_resnet50_v1_kinetics400", (1, 3, 8, 64, 64), {"pretrained_base": False}),
+    ("Faster R-CNN", "faster_rcnn_resnet50_v1b_voc", (1, 3, 128, 128),
+     {"pretrained_base": False}),
+    # 256 x 256: at 128 its FPN has fewer anchors (960) than the RPN keeps before NMS (1000),
+    # which MXNet's slice_axis refuses too
+    ("Mask R-CNN", "mask_rcnn_resnet18_v1b_coco", (1, 3, 256, 256), {"pretrained_base": False}),
 ]
 
 TOLERANCE = 2e-6
