@@ -64,8 +64,8 @@ MODELS = [
     ("I3D", "i3d_resnet50_v1_kinetics400", (1, 3, 8, 64, 64), {"pretrained_base": False}),
     ("Faster R-CNN", "faster_rcnn_resnet50_v1b_voc", (1, 3, 128, 128),
      {"pretrained_base": False}),
-    # 256 x 256: at 128 its FPN has fewer anchors (960) than the RPN keeps before NMS (1000),
-    # which MXNet's slice_axis refuses too
+    # 256 x 256: at 128 its RPN has fewer anchors (8 x 8 x 15 = 960) than it keeps before NMS
+    # (1000), which MXNet's slice_axis refuses too
     ("Mask R-CNN", "mask_rcnn_resnet18_v1b_coco", (1, 3, 256, 256), {"pretrained_base": False}),
 ]
 
