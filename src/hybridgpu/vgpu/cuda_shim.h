@@ -218,8 +218,12 @@ inline char* new_stack() {
   return (char*)p + kGuard;
 }
 inline thread_local Fiber* current = nullptr;
+// The fibers and their stacks live in a pool the virtual GPU hands every launch (cfg[10]): one
+// for the process, shared by every kernel library (each library has its own copy of this
+// header's variables; launches run one at a time).
+struct FiberPool { Fiber* fibers; unsigned long long count; };
 inline thread_local Fiber* fibers = nullptr;
-inline thread_local unsigned fiber_count = 0;
+inline thread_local FiberPool* pool = nullptr;
 inline thread_local void (*body)(void*);
 inline thread_local void* body_arg;
 inline unsigned lane_index() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
@@ -408,14 +412,15 @@ template <class F> void run_block(F& f, bool use_fibers, unsigned long long bloc
     for (unsigned k = 0; k < n; ++k) { threadIdx = thread_of(thread_order[k]); f(); }
     return;
   }
-  if (fiber_count < n) {
-    Fiber* grown = (Fiber*)realloc(fibers, n * sizeof(Fiber));
+  if (pool->count < n) {
+    Fiber* grown = (Fiber*)realloc(pool->fibers, n * sizeof(Fiber));
     if (!grown) fail(8, nullptr, "out of host memory for the block's threads");
-    fibers = grown;
-    for (; fiber_count < n; ++fiber_count)
-      if (!(fibers[fiber_count].stack = new_stack()))
+    pool->fibers = grown;
+    for (; pool->count < n; ++pool->count)
+      if (!(grown[pool->count].stack = new_stack()))
         fail(8, nullptr, "could not map a thread's stack (mmap failed: too many mappings?)");
   }
+  fibers = pool->fibers;
   body = [](void* p) { (*static_cast<F*>(p))(); };
   body_arg = &f;
   for (unsigned t = 0; t < n; ++t) {
@@ -468,7 +473,8 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
 #endif
   fail(1, info->si_addr, sig == SIGSEGV ? "segmentation fault" : "bus error");
 }
-// cfg: grid x y z, block x y z, fibers, dynamic shared bytes, order flags, seed. Returns 0, or
+// cfg: grid x y z, block x y z, fibers, dynamic shared bytes, order flags, seed, fiber pool
+// address. Returns 0, or
 // a fault code with *rep filled.
 // The fault handlers are installed for the launch and restored after it; the virtual GPU runs
 // one launch at a time in the process, so installs and restores nest.
@@ -489,6 +495,7 @@ int launch(void (*k)(A...), const long long* cfg, void** args, Report* rep, std:
     gridDim = dim3((unsigned)cfg[0], (unsigned)cfg[1], (unsigned)cfg[2]);
     blockDim = dim3((unsigned)cfg[3], (unsigned)cfg[4], (unsigned)cfg[5]);
     order_flags = cfg[8]; order_seed = (unsigned long long)cfg[9];
+    pool = reinterpret_cast<FiberPool*>(cfg[10]);
     auto f = [&] { k(*static_cast<std::remove_reference_t<A>*>(args[I])...); };
     unsigned long long gx = gridDim.x, gxy = gx * gridDim.y;
     BlockOrder order(gxy * gridDim.z);

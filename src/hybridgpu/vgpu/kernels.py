@@ -48,6 +48,9 @@ from .launch_facts import launch_facts
 __all__ = ["RawModule", "RawKernel", "MAX_SHARED_DEFAULT"]
 
 _one_launch_at_a_time = threading.Lock()  # the shim's fault handlers are process-wide
+# the shim's fibers and their stacks (cuda_shim.h FiberPool), one set for every kernel library:
+# launches run one at a time
+_FIBER_POOL = (ctypes.c_uint64 * 2)()
 MAX_SHARED_DEFAULT = 48 * 1024  # dynamic shared memory without opting in
 MAX_SHARED_OPTIN = 227 * 1024  # sm_90
 
@@ -179,8 +182,9 @@ class RawKernel:
             if pointer is not None:
                 pointers.append(pointer)
         fn = self._function()
-        cfg = (ctypes.c_longlong * 10)(*grid, *block, int(self._fibers), int(shared_mem),
-                                       ordering.launch_flags(), ordering.seed())
+        cfg = (ctypes.c_longlong * 11)(*grid, *block, int(self._fibers), int(shared_mem),
+                                       ordering.launch_flags(), ordering.seed(),
+                                       ctypes.addressof(_FIBER_POOL))
         slots = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
         what = f"kernel {self.name} grid={grid} block={block}"
 
