@@ -9,7 +9,7 @@ edge rules are kept: a sample more than one pixel outside the map adds 0 (it sti
 the average), one within a pixel of the edge is clamped onto it, a region with a negative batch
 index gives zeros, and without ``aligned`` a region smaller than one pixel is widened to 1.
 
-Bilinear sampling is separable, so the op is two small contractions per image: ``Wy @ data @
+Bilinear sampling is separable, so the op is two matrix products per image: ``Wy @ data @
 Wx^T`` with ``Wy`` (regions, pooled rows, H) and ``Wx`` (regions, pooled cols, W) holding each
 bin's summed sample weights; the gradient applies the transposed weights.
 
@@ -147,14 +147,18 @@ def _forward(xp, data, rois, **attrs):
     _check_inputs(data.shape, rois.shape, attrs)
     ph, pw = attrs["pooled_size"]
     wy, wx, batch = _weights(xp, rois, data.shape, attrs)
-    out = xp.zeros((rois.shape[0], data.shape[1], ph, pw), dtype=data.dtype)
-    for b in range(data.shape[0]):                       # one contraction per image
+    (num, channels, height, width), r = data.shape, rois.shape[0]
+    rows = xp.zeros((r * ph, channels * width), dtype=data.dtype)
+    for b in range(num):                                 # one product per image
         mine = (batch == b).astype(data.dtype).reshape(-1, 1, 1)
-        rows = xp.einsum("rph,chw->rcpw", wy * mine, data[b])
-        out += xp.einsum("rcpw,rqw->rcpq", rows, wx)
+        plane = data[b].transpose(1, 0, 2).reshape(height, channels * width)
+        rows += (wy * mine).reshape(r * ph, height) @ plane
+    # rows[r, p, c, w] @ Wx[r]^T over w: (R, ph * C, W) @ (R, W, pw)
+    out = xp.matmul(rows.reshape(r, ph * channels, width), wx.transpose(0, 2, 1))
+    out = out.reshape(r, ph, channels, pw).transpose(0, 2, 1, 3)
     if attrs["position_sensitive"]:
         out = _sensitive_pick(xp, out, ph, pw)
-    return out
+    return xp.ascontiguousarray(out)
 
 
 def _shape(attrs, in_shapes):
@@ -201,12 +205,17 @@ def _backward(xp, ograd, rois, data, **attrs):
         eye = xp.eye(ph * pw, dtype=ograd.dtype)
         ograd = (ograd.reshape(r, c, 1, ph * pw) * eye).reshape(r, c * ph * pw, ph, pw)
     wy, wx, batch = _weights(xp, rois, data.shape, attrs)
-    cols = xp.einsum("rcpq,rqw->rcpw", ograd, wx)
+    (num, channels, height, width), r = data.shape, rois.shape[0]
+    # cols[r, c, p, w]: the bins' gradients spread along x, (R, C * ph, pw) @ (R, pw, W)
+    cols = xp.matmul(ograd.reshape(r, channels * ph, pw), wx)
+    cols = cols.reshape(r, channels, ph, width).transpose(0, 2, 1, 3)
+    cols = cols.reshape(r * ph, channels * width)
     grads = []
-    for b in range(data.shape[0]):
+    for b in range(num):                                 # then along y, image by image
         mine = (batch == b).astype(ograd.dtype).reshape(-1, 1, 1)
-        grads.append(xp.einsum("rph,rcpw->chw", wy * mine, cols))
-    return xp.stack(grads).astype(data.dtype, copy=False)
+        plane = (wy * mine).reshape(r * ph, height).T @ cols      # (H, C * W)
+        grads.append(plane.reshape(height, channels, width).transpose(1, 0, 2))
+    return xp.ascontiguousarray(xp.stack(grads).astype(data.dtype, copy=False))
 
 
 register(OpDef(
