@@ -80,6 +80,15 @@ def test_negative_batch_index_gives_zeros():
     assert (out[0] == 0).all() and (out[1] > 0).all()
 
 
+def test_aligned_skips_masked_rois_before_checking_their_size():
+    """GluonCV's FPN masks rois of other levels as all -1 (zero size): with aligned=True
+    MXNet skips them (batch index < 0) before its size check, and gives them zeros."""
+    data = mx.nd.array(np.random.RandomState(1).uniform(1, 2, (1, 2, 4, 4)))
+    rois = mx.nd.array([[-1, -1, -1, -1, -1], [0, 0, 0, 3, 3]])
+    out = mx.nd.contrib.ROIAlign(data, rois, (2, 2), 1.0, aligned=True).asnumpy()
+    assert np.isfinite(out).all() and (out[0] == 0).all() and (out[1] > 0).all()
+
+
 def test_shape_and_dtype_inference():
     data, rois = mx.sym.var("data"), mx.sym.var("rois")
     out = mx.sym.contrib.ROIAlign(data, rois, pooled_size=(3, 2), spatial_scale=0.25,

@@ -65,8 +65,9 @@ def _axis_weights(xp, start, size, pooled, grid, length, max_grid):
     k = xp.arange(max_grid, dtype=start.dtype).reshape(1, 1, max_grid)
     g = grid.reshape(-1, 1, 1)
     bins = bin_size.reshape(-1, 1, 1)
-    pos = start.reshape(-1, 1, 1) + p * bins + (k + t(0.5)) * bins / g    # (R, pooled, G)
-    keep = (pos >= t(-1)) & (pos <= t(length)) & (k < g)
+    pos = start.reshape(-1, 1, 1) + p * bins + (k + t(0.5)) * bins / xp.maximum(g, t(1))
+    keep = (pos >= t(-1)) & (pos <= t(length)) & (k < g)                   # (R, pooled, G)
+    pos = xp.where(keep, pos, t(0))
     pos = xp.maximum(pos, t(0))
     low = xp.floor(pos).astype(np.int64)
     edge = low >= length - 1
@@ -107,9 +108,11 @@ def _weights(xp, rois, data_shape, attrs):
     scale = t(attrs["spatial_scale"])
     x1, y1, x2, y2 = (rois[:, k] * scale - offset for k in range(1, 5))
     roi_w, roi_h = x2 - x1, y2 - y1
+    live = rois[:, 0] >= 0                       # rois with a negative batch index: zeros
     if attrs["aligned"]:
-        if xp is np and rois.size and (roi_w.min() <= 0 or roi_h.min() <= 0):
-            bad = int(np.flatnonzero((roi_w <= 0) | (roi_h <= 0))[0])
+        empty = live & ((roi_w <= 0) | (roi_h <= 0))
+        if xp is np and empty.any():             # MXNet aborts; on a device: zeros, no sync
+            bad = int(np.flatnonzero(empty)[0])
             raise MXNetError(f"ROIAlign: with aligned=True every roi needs a positive width "
                              f"and height, roi {bad} is {rois[bad].tolist()}")
     else:
@@ -118,7 +121,9 @@ def _weights(xp, rois, data_shape, attrs):
                                                    attrs["sample_ratio"])
     wy = _axis_weights(xp, y1, roi_h, ph, grid_h, height, max_h)
     wx = _axis_weights(xp, x1, roi_w, pw, grid_w, width, max_w)
-    wy = wy / (grid_h * grid_w).reshape(-1, 1, 1)
+    count = (grid_h * grid_w).reshape(-1, 1, 1)
+    used = live.reshape(-1, 1, 1) & (count > 0)
+    wy = xp.where(used, wy / xp.maximum(count, t(1)), t(0))
     return wy, wx, xp.trunc(rois[:, 0]).astype(np.int64)
 
 
