@@ -19,11 +19,13 @@ imports without a GPU or a driver):
 Run it away from the virtual GPU (which plays ``cupyx`` in ``sys.modules``): ``python -m
 hybridgpu.vgpu.cupy_signatures FILE_OR_DIR...`` prints each problem and exits 1 if any.
 
-Example:
-    >>> problems = check([{"name": "cupy.RawModule", "args": [],
-    ...                    "kwargs": {"code": "str", "options": "list[str]"}}])
-    >>> problems[0]["problem"]
-    "parameter 'options' is declared 'tuple' (Cython), got list[str]"
+Example (it needs the real CuPy, ``pip install -e '.[cuda-check]'``; tests/test_real_cupy.py
+runs it)::
+
+    problems = check([{"name": "cupy.RawModule", "args": [],
+                       "kwargs": {"code": "str", "options": "list[str]"}}])
+    problems[0]["problem"]
+    # "parameter 'options' is declared 'tuple' (Cython), got list[str]"
 """
 
 from __future__ import annotations
