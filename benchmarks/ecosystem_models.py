@@ -67,6 +67,8 @@ MODELS = [
     # 256 x 256: at 128 its RPN has fewer anchors (8 x 8 x 15 = 960) than it keeps before NMS
     # (1000), which MXNet's slice_axis refuses too
     ("Mask R-CNN", "mask_rcnn_resnet18_v1b_coco", (1, 3, 256, 256), {"pretrained_base": False}),
+    ("Mask R-CNN", "mask_rcnn_fpn_resnet18_v1b_coco", (1, 3, 256, 256),
+     {"pretrained_base": False}),
 ]
 
 TOLERANCE = 2e-6
